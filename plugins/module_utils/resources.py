@@ -1,0 +1,277 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Reading and reconciling objects: ensure, delete and wait, with check mode and diffs.
+
+Kinds are described once (:class:`Kind`), with their group/version/plural, so every request goes to
+a known path. ``ensure`` creates what is missing, merge-patches what differs in the fields we set
+and leaves alone what already matches; in check mode the API server's dry run answers instead.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import time
+from urllib.parse import quote
+
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+
+CONFLICT_RETRIES = 5
+MERGE_PATCH = "application/merge-patch+json"
+# Metadata the server owns; left out of diffs and comparisons.
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+MASKED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+
+
+class Kind:
+    """An API resource at a known path: ``Kind("v1", "Secret", "secrets", namespaced=True)``."""
+
+    def __init__(self, api_version, kind, plural, namespaced):
+        self.api_version = api_version
+        self.kind = kind
+        self.plural = plural
+        self.namespaced = namespaced
+
+    def path(self, namespace=None, name=None, subresource=None):
+        """The REST path of the collection, or of one object (and its subresource)."""
+        base = "/api/v1" if self.api_version == "v1" else "/apis/" + self.api_version
+        if self.namespaced:
+            if not namespace:
+                if name:
+                    raise FleetError("%s %s needs a namespace" % (self.kind, name))
+            else:
+                base += "/namespaces/" + quote(namespace, safe="")
+        base += "/" + self.plural
+        if name:
+            base += "/" + quote(name, safe="")
+            if subresource:
+                base += "/" + subresource
+        return base
+
+    def ref(self, name, namespace=None):
+        """``Kind/namespace/name`` (or ``Kind/name``) for messages and change lists."""
+        return "/".join([self.kind] + ([namespace] if self.namespaced and namespace else []) + [name])
+
+    def __repr__(self):
+        return "Kind(%s %s)" % (self.api_version, self.kind)
+
+
+NAMESPACE = Kind("v1", "Namespace", "namespaces", False)
+SECRET = Kind("v1", "Secret", "secrets", True)
+CONFIG_MAP = Kind("v1", "ConfigMap", "configmaps", True)
+SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts", True)
+CLUSTER_ROLE = Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False)
+CLUSTER_ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False)
+ROLE = Kind("rbac.authorization.k8s.io/v1", "Role", "roles", True)
+ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True)
+CSR = Kind("certificates.k8s.io/v1", "CertificateSigningRequest", "certificatesigningrequests", False)
+DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments", True)
+CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False)
+
+
+class Outcome:
+    """What one ensure/delete did: ``action`` is created, updated, unchanged, deleted or absent."""
+
+    def __init__(self, kind, name, namespace, action, before=None, after=None):
+        self.kind = kind
+        self.name = name
+        self.namespace = namespace
+        self.action = action
+        self.before = before
+        self.after = after
+
+    @property
+    def changed(self):
+        return self.action in ("created", "updated", "deleted")
+
+    @property
+    def ref(self):
+        return self.kind.ref(self.name, self.namespace)
+
+    def summary(self):
+        """``Kind/namespace/name: action``, the line modules return in their change lists."""
+        return "%s: %s" % (self.ref, self.action)
+
+    def diff(self):
+        """Ansible's ``diff`` for this object: before/after without server-owned noise or secret values."""
+        return {"before": presentable(self.before) or {}, "after": presentable(self.after) or {}}
+
+
+def presentable(obj):
+    """A copy of ``obj`` fit for results and diffs: server-owned metadata dropped, Secret values masked."""
+    if not obj:
+        return obj
+    obj = copy.deepcopy(obj)
+    metadata = obj.get("metadata") or {}
+    for key in SERVER_METADATA:
+        metadata.pop(key, None)
+    (metadata.get("annotations") or {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if obj.get("kind") == "Secret":
+        for key in ("data", "stringData"):
+            if obj.get(key):
+                obj[key] = dict((k, MASKED) for k in obj[key])
+    return obj
+
+
+def contains(actual, desired):
+    """True when every field of ``desired`` is present in ``actual`` with the same value.
+
+    Mappings are compared key by key (extra keys in ``actual`` are fine: the server adds defaults),
+    lists element by element and must have the same length, scalars by equality.
+    """
+    if isinstance(desired, dict):
+        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (isinstance(actual, list) and len(actual) == len(desired)
+                and all(contains(a, d) for a, d in zip(actual, desired)))
+    return actual == desired
+
+
+def _body(kind, desired):
+    body = copy.deepcopy(desired)
+    body.setdefault("apiVersion", kind.api_version)
+    body.setdefault("kind", kind.kind)
+    return body
+
+
+def _dry_run(check_mode):
+    return {"dryRun": "All"} if check_mode else None
+
+
+def get(cluster, kind, name, namespace=None):
+    """The object, or ``None`` when it does not exist."""
+    try:
+        return cluster.request("GET", kind.path(namespace, name))
+    except NotFound:
+        return None
+
+
+def list_objects(cluster, kind, namespace=None, label_selector=None, field_selector=None):
+    """Items of a kind (all namespaces when ``namespace`` is None for namespaced kinds)."""
+    query = {"labelSelector": label_selector or None, "fieldSelector": field_selector or None}
+    answer = cluster.request("GET", kind.path(namespace), query=query)
+    return answer.get("items") or []
+
+
+def ensure(cluster, kind, desired, check_mode=False):
+    """Make the object carry the fields of ``desired``; return an :class:`Outcome`.
+
+    Missing: created. Present with every desired field equal: unchanged, no write. Otherwise one
+    JSON merge patch with the desired fields, guarded by the ``resourceVersion`` read just before;
+    a conflict (someone else wrote in between) is retried with a fresh read. In check mode the
+    writes are server-side dry runs, so ``after`` is what the server would store.
+    """
+    metadata = desired.get("metadata") or {}
+    name, namespace = metadata.get("name"), metadata.get("namespace")
+    if not name:
+        raise FleetError("%s without metadata.name" % kind.kind)
+    body = _body(kind, desired)
+    for _attempt in range(CONFLICT_RETRIES):
+        existing = get(cluster, kind, name, namespace)
+        if existing is None:
+            try:
+                created = cluster.request("POST", kind.path(namespace), body=body, query=_dry_run(check_mode))
+            except Conflict:
+                continue  # created concurrently: reconcile against it
+            except NotFound:
+                if not check_mode:
+                    raise
+                created = body  # the namespace itself is only planned in this check-mode run
+            return Outcome(kind, name, namespace, "created", None, created)
+        if contains(existing, body):
+            return Outcome(kind, name, namespace, "unchanged", existing, existing)
+        patch = copy.deepcopy(body)
+        patch["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        try:
+            updated = cluster.request("PATCH", kind.path(namespace, name), body=patch,
+                                      query=_dry_run(check_mode), content_type=MERGE_PATCH)
+        except Conflict:
+            continue
+        return Outcome(kind, name, namespace, "updated", existing, updated)
+    raise FleetError("cluster '%s': %s kept changing while it was being updated (%d conflicts); try again"
+                     % (cluster.name, kind.ref(name, namespace), CONFLICT_RETRIES))
+
+
+def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
+           propagation="Background"):
+    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone."""
+    existing = get(cluster, kind, name, namespace)
+    if existing is None:
+        return Outcome(kind, name, namespace, "absent")
+    if not check_mode:
+        try:
+            cluster.request("DELETE", kind.path(namespace, name),
+                            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+        except NotFound:
+            return Outcome(kind, name, namespace, "absent")
+        if wait:
+            wait_until_gone(cluster, kind, name, namespace, timeout)
+    return Outcome(kind, name, namespace, "deleted", existing, None)
+
+
+def wait_until_gone(cluster, kind, name, namespace=None, timeout=60):
+    """Wait until the object no longer exists; on timeout say which finalizers still hold it."""
+    def gone():
+        obj = get(cluster, kind, name, namespace)
+        if obj is None:
+            return True, None
+        finalizers = (obj.get("metadata") or {}).get("finalizers") or []
+        return False, "finalizers: %s" % ", ".join(finalizers) if finalizers else "still present"
+    wait_until(gone, timeout, "%s to be deleted on cluster '%s'" % (kind.ref(name, namespace), cluster.name))
+
+
+def condition(obj, condition_type):
+    """The status condition of that type, or ``None``."""
+    for item in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if item.get("type") == condition_type:
+            return item
+    return None
+
+
+def conditions_of(obj):
+    """The object's status conditions, each reduced to type/status/reason/message/lastTransitionTime."""
+    keys = ("type", "status", "reason", "message", "lastTransitionTime")
+    return [dict((k, c.get(k)) for k in keys) for c in ((obj or {}).get("status") or {}).get("conditions") or []]
+
+
+def condition_is(obj, condition_type, status="True"):
+    item = condition(obj, condition_type)
+    return item is not None and item.get("status") == status
+
+
+def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Ready", status="True", timeout=120):
+    """Wait until the object has the condition with that status; return the object."""
+    seen = {}
+
+    def met():
+        obj = seen["obj"] = get(cluster, kind, name, namespace)
+        if obj is None:
+            return False, "the object does not exist"
+        item = condition(obj, condition_type)
+        if item is None:
+            return False, "no %s condition yet" % condition_type
+        if item.get("status") == status:
+            return True, None
+        return False, "%s=%s (%s: %s)" % (condition_type, item.get("status"), item.get("reason"), item.get("message"))
+    wait_until(met, timeout, "%s on cluster '%s' to have %s=%s"
+               % (kind.ref(name, namespace), cluster.name, condition_type, status))
+    return seen["obj"]
+
+
+def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=time.sleep):
+    """Call ``check()`` -> ``(done, detail)`` until done or ``timeout`` seconds pass.
+
+    Raises :class:`WaitTimeout` saying what was awaited, for how long, and the last detail seen.
+    """
+    deadline = clock() + timeout
+    while True:
+        done, detail = check()
+        if done:
+            return
+        if clock() >= deadline:
+            raise WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail),
+                              last_seen=detail)
+        sleep(min(interval, max(0.0, deadline - clock())))

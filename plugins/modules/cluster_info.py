@@ -1,0 +1,159 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cluster_info
+short_description: List the member clusters registered on a Karmada or Open Cluster Management hub
+version_added: 0.1.0
+description:
+  - Reads Karmada C(Cluster) objects (C(clusters.cluster.karmada.io/v1alpha1)) or OCM C(ManagedCluster)
+    objects (C(managedclusters.cluster.open-cluster-management.io/v1)) from the hub.
+  - Returns the same summary for both engines (name, mode, Kubernetes version, readiness, OCM acceptance,
+    conditions) next to the object itself, the way C(kubectl get clusters) and C(clusteradm get clusters) show them.
+author:
+  - multicluster.fleet maintainers (@multicluster-fleet)
+options:
+  engine:
+    description:
+      - The multi-cluster control plane the hub runs.
+    type: str
+    required: true
+    choices: [karmada, ocm]
+  name:
+    description:
+      - Read only the member cluster of this name. The result is an empty list when it does not exist.
+    type: str
+  label_selectors:
+    description:
+      - Kubernetes label selectors (for example V(region=eu-west-1) or V(env in (prod,stage))); all must match.
+    type: list
+    elements: str
+    default: []
+extends_documentation_fragment:
+  - multicluster.fleet.auth
+  - multicluster.fleet.attributes
+  - multicluster.fleet.attributes.info_module
+"""
+
+EXAMPLES = r"""
+- name: List every member cluster of a Karmada hub
+  multicluster.fleet.cluster_info:
+    engine: karmada
+    kubeconfig: /etc/fleet/hub.kubeconfig
+  register: fleet
+
+- name: Show which clusters are not ready
+  ansible.builtin.debug:
+    msg: "{{ fleet.clusters | rejectattr('ready') | map(attribute='name') | list }}"
+
+- name: Read one OCM managed cluster with credentials from the environment (K8S_AUTH_*)
+  multicluster.fleet.cluster_info:
+    engine: ocm
+    name: cluster1
+  register: cluster1
+
+- name: Production clusters in Europe
+  multicluster.fleet.cluster_info:
+    engine: ocm
+    context: hub-admin
+    label_selectors:
+      - env=prod
+      - region in (eu-west-1,eu-central-1)
+"""
+
+RETURN = r"""
+clusters:
+  description: The member clusters, sorted by name.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Cluster name.
+      type: str
+      sample: member1
+    engine:
+      description: V(karmada) or V(ocm).
+      type: str
+      sample: karmada
+    mode:
+      description: How the hub reaches the cluster, V(Push) or V(Pull) (Karmada C(spec.syncMode); always V(Pull) for OCM).
+      type: str
+      sample: Push
+    id:
+      description: The cluster id (Karmada C(spec.id), OCM claim C(id.k8s.io)), when known.
+      type: str
+      sample: 004830c5-3081-41f2-afc4-e68d86e4f96b
+    api_endpoint:
+      description: The member API server URL the hub knows, when known.
+      type: str
+      sample: https://10.0.0.7:6443
+    kubernetes_version:
+      description: The member's Kubernetes version as the engine reports it.
+      type: str
+      sample: v1.20.2
+    ready:
+      description: Karmada condition C(Ready), OCM condition C(ManagedClusterConditionAvailable), is V(True).
+      type: bool
+      sample: true
+    joined:
+      description: OCM condition C(ManagedClusterJoined) is V(True); null for Karmada.
+      type: bool
+      sample: true
+    accepted:
+      description: OCM C(spec.hubAcceptsClient); null for Karmada.
+      type: bool
+      sample: true
+    provider:
+      description: Karmada C(spec.provider), or OCM claim C(platform.open-cluster-management.io).
+      type: str
+      sample: aws
+    region:
+      description: Karmada C(spec.region), or OCM claim C(region.open-cluster-management.io).
+      type: str
+      sample: eu-west-1
+    zones:
+      description: Karmada C(spec.zones) (or C(spec.zone)); empty for OCM.
+      type: list
+      elements: str
+      sample: [eu-west-1a]
+    labels:
+      description: The object's labels.
+      type: dict
+      sample: {env: prod}
+    conditions:
+      description: Status conditions with C(type), C(status), C(reason), C(message), C(lastTransitionTime).
+      type: list
+      elements: dict
+    object:
+      description: The Cluster or ManagedCluster as the hub stores it (server-owned metadata left out).
+      type: dict
+"""
+
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES, member_clusters
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+
+
+def run(module):
+    hub = module.cluster()
+    clusters = member_clusters(hub, module.params["engine"], module.params["name"], module.params["label_selectors"])
+    return dict(changed=False, clusters=clusters)
+
+
+def main():
+    module = FleetModule(argument_spec=dict(
+        engine=dict(type="str", required=True, choices=list(ENGINES)),
+        name=dict(type="str"),
+        label_selectors=dict(type="list", elements="str", default=[]),
+    ))
+    module.run(run)
+
+
+if __name__ == "__main__":
+    main()

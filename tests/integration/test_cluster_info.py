@@ -1,0 +1,161 @@
+"""cluster_info against the lab hub: real API server, real CRDs, real authentication and RBAC."""
+
+import socket
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
+from runner import run_module, run_playbook
+
+KARMADA_OBJECTS = [
+    ({"metadata": {"name": "info-push", "labels": {"env": "prod", "tier": "web"}},
+      "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1", "id": "uid-push",
+               "provider": "aws", "region": "eu-west-1", "zones": ["eu-west-1a"]}},
+     {"kubernetesVersion": "v1.20.2", "conditions": [
+         {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "cluster is healthy and ready",
+          "lastTransitionTime": "2026-11-22T03:19:58Z"}]}),
+    ({"metadata": {"name": "info-pull", "labels": {"env": "stage"}},
+      "spec": {"syncMode": "Pull", "id": "uid-pull"}}, None),
+]
+OCM_OBJECTS = [
+    ({"metadata": {"name": "info-ocm-a", "labels": {"env": "prod"}}, "spec": {"hubAcceptsClient": True}},
+     {"version": {"kubernetes": "v1.20.2"}, "conditions": [
+         {"type": "HubAcceptedManagedCluster", "status": "True", "reason": "HubClusterAdminAccepted",
+          "message": "Accepted by hub cluster admin", "lastTransitionTime": "2026-11-22T03:25:40Z"},
+         {"type": "ManagedClusterJoined", "status": "True", "reason": "ManagedClusterJoined",
+          "message": "Managed cluster joined", "lastTransitionTime": "2026-11-22T03:28:13Z"},
+         {"type": "ManagedClusterConditionAvailable", "status": "True", "reason": "ManagedClusterAvailable",
+          "message": "Managed cluster is available", "lastTransitionTime": "2026-11-22T03:28:13Z"}]}),
+    ({"metadata": {"name": "info-ocm-b"}, "spec": {"hubAcceptsClient": False}}, None),
+]
+
+
+@pytest.fixture(scope="module")
+def hub(lab):
+    info = lab.clusters["hub"]
+    return {"kubeconfig": info["kubeconfig"], "context": "hub"}
+
+
+@pytest.fixture(scope="module")
+def registered(hub):
+    """Cluster and ManagedCluster objects on the hub, status written through the status subresource."""
+    connection = client.get_cluster(hub, "hub")
+    created = []
+    for kind, objects in ((CLUSTER, KARMADA_OBJECTS), (MANAGED_CLUSTER, OCM_OBJECTS)):
+        for obj, status in objects:
+            resources.ensure(connection, kind, obj)
+            created.append((kind, obj["metadata"]["name"]))
+            if status:
+                connection.request("PATCH", kind.path(name=obj["metadata"]["name"], subresource="status"),
+                                   body={"status": status}, content_type=resources.MERGE_PATCH)
+    yield connection
+    for kind, name in created:
+        resources.delete(connection, kind, name, wait=True)
+
+
+def by_name(result):
+    assert result["rc"] == 0, result.get("msg")
+    return dict((c["name"], c) for c in result["clusters"])
+
+
+def test_lists_karmada_clusters(hub, registered):
+    clusters = by_name(run_module("cluster_info", dict(hub, engine="karmada")))
+    assert {"info-push", "info-pull"} <= set(clusters)
+    push, pull = clusters["info-push"], clusters["info-pull"]
+    assert (push["mode"], push["ready"], push["kubernetes_version"], push["id"]) == ("Push", True, "v1.20.2", "uid-push")
+    assert (push["provider"], push["region"], push["zones"]) == ("aws", "eu-west-1", ["eu-west-1a"])
+    assert push["conditions"][0]["reason"] == "ClusterReady"
+    assert push["object"]["spec"]["apiEndpoint"] == "https://127.0.0.1:1"
+    assert (pull["mode"], pull["ready"], pull["kubernetes_version"]) == ("Pull", False, None)
+
+
+def test_lists_ocm_managed_clusters(hub, registered):
+    clusters = by_name(run_module("cluster_info", dict(hub, engine="ocm")))
+    a, b = clusters["info-ocm-a"], clusters["info-ocm-b"]
+    assert (a["accepted"], a["joined"], a["ready"], a["kubernetes_version"]) == (True, True, True, "v1.20.2")
+    assert (b["accepted"], b["joined"], b["ready"]) == (False, False, False)
+    assert not {"info-push", "info-pull"} & set(clusters)
+
+
+def test_filters_by_name_and_labels(hub, registered):
+    assert list(by_name(run_module("cluster_info", dict(hub, engine="karmada", name="info-pull")))) == ["info-pull"]
+    assert by_name(run_module("cluster_info", dict(hub, engine="karmada", name="nope"))) == {}
+    selected = by_name(run_module("cluster_info", dict(hub, engine="karmada", label_selectors=["env=prod", "tier in (web,api)"])))
+    assert list(selected) == ["info-push"]
+    assert by_name(run_module("cluster_info", dict(hub, engine="karmada", name="info-pull", label_selectors=["env=prod"]))) == {}
+
+
+def test_check_mode_reads_the_same(hub, registered):
+    normal = run_module("cluster_info", dict(hub, engine="ocm"))
+    checked = run_module("cluster_info", dict(hub, engine="ocm"), check_mode=True)
+    assert checked["changed"] is False and normal["changed"] is False
+    assert checked["clusters"] == normal["clusters"]
+
+
+def test_module_defaults_group_and_environment(lab, registered):
+    info = lab.clusters["hub"]
+    plays = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
+              "module_defaults": {"group/multicluster.fleet.fleet": {"kubeconfig": info["kubeconfig"]}},
+              "tasks": [
+                  {"multicluster.fleet.cluster_info": {"engine": "karmada", "name": "info-push"}, "register": "one"},
+                  {"ansible.builtin.assert": {"that": ["one.clusters | length == 1", "one.clusters[0].ready",
+                                                       "one is not changed"]}},
+              ]}]
+    done = run_playbook(plays, env={"K8S_AUTH_CONTEXT": "hub"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok=2" in done.stdout
+
+
+def closed_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class TestBadInput:
+    """Each failure is a fail_json naming the cluster and the cause, never a traceback."""
+
+    def fails(self, args, *fragments):
+        result = run_module("cluster_info", dict(args, engine="karmada"))
+        assert result["rc"] == 1 and result["failed"] is True
+        assert "exception" not in result and "Traceback" not in result["msg"]
+        for fragment in fragments:
+            assert fragment in result["msg"], result["msg"]
+        return result
+
+    def test_missing_kubeconfig(self, tmp_path):
+        self.fails({"kubeconfig": str(tmp_path / "absent.kubeconfig")},
+                   "cluster 'hub'", "kubeconfig file %s does not exist" % (tmp_path / "absent.kubeconfig"))
+
+    def test_unknown_context(self, hub):
+        self.fails(dict(hub, context="production"), "cluster 'hub'", "context 'production' not found", "available: hub")
+
+    def test_unreachable_host(self, lab):
+        port = closed_port()
+        self.fails({"host": "https://127.0.0.1:%d" % port, "ca_cert": lab.clusters["hub"]["ca_cert"]},
+                   "cluster 'hub' (https://127.0.0.1:%d) is unreachable" % port, "Connection refused")
+
+    def test_refused_credentials(self, lab):
+        info = lab.clusters["hub"]
+        result = self.fails({"host": info["server"], "ca_cert": info["ca_cert"], "api_key": "abcdef.0123456789abcdef"},
+                            "cluster 'hub' (%s) refused the credentials (401 Unauthorized)" % info["server"])
+        assert "0123456789abcdef" not in str(result)
+
+    def test_wrong_ca(self, lab):
+        info = lab.clusters["hub"]
+        other_ca = lab.clusters["member1"]["ca_cert"]
+        self.fails({"kubeconfig": info["kubeconfig"], "ca_cert": other_ca},
+                   "cluster 'hub'", "is unreachable", "TLS verification failed")
+
+    def test_forbidden_by_rbac(self, hub):
+        self.fails(dict(hub, impersonate_user="nobody"),
+                   "cluster 'hub': GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 403",
+                   'User "nobody" cannot list resource "clusters"', "RBAC")
+
+    def test_bad_engine(self, hub):
+        result = run_module("cluster_info", dict(hub, engine="fleetd"))
+        assert result["failed"] and "value of engine must be one of: karmada, ocm" in result["msg"]

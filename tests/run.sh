@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The test command: sanity, unit and integration tests (integration against a real lab).
+#
+#   bash tests/run.sh                 # everything
+#   bash tests/run.sh sanity|unit|integration ...   # selected stages
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/tests/setup.sh"
+cd "$root"
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(sanity unit integration)
+
+run_sanity() {
+  # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
+  local tree
+  tree="$(mktemp -d)/ansible_collections/multicluster/fleet"
+  mkdir -p "$tree"
+  git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$tree/"
+  echo "[tests] ansible-test sanity" >&2
+  (cd "$tree" && git init -q && git add -A && ansible-test sanity --local --requirements --python 3.11 --color no)
+  rm -rf "$(dirname "$(dirname "$(dirname "$tree")")")"
+}
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    sanity) run_sanity ;;
+    unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q ;;
+    integration) echo "[tests] integration (lab)" >&2; python -m pytest tests/integration -q -p no:cacheprovider ;;
+    *) echo "unknown stage: $stage (sanity, unit, integration)" >&2; exit 2 ;;
+  esac
+done

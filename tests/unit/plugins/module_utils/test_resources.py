@@ -1,0 +1,165 @@
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET, NAMESPACE
+
+
+def secret(name="s", ns="ns", **data):
+    return {"metadata": {"name": name, "namespace": ns}, "data": data or {"token": "dA=="}}
+
+
+class TestKindPath:
+    def test_core_namespaced(self):
+        assert SECRET.path("kube-system", "a") == "/api/v1/namespaces/kube-system/secrets/a"
+        assert SECRET.path("kube-system") == "/api/v1/namespaces/kube-system/secrets"
+        assert SECRET.path() == "/api/v1/secrets"
+
+    def test_cluster_scoped_group(self):
+        assert CLUSTER.path(name="m1", subresource="status") == "/apis/cluster.karmada.io/v1alpha1/clusters/m1/status"
+        assert NAMESPACE.path(name="x") == "/api/v1/namespaces/x"
+
+    def test_quotes_names(self):
+        assert "/a%2Fb" in SECRET.path("ns", "a/b")
+
+    def test_namespaced_object_needs_namespace(self):
+        with pytest.raises(FleetError, match="needs a namespace"):
+            SECRET.path(None, "a")
+
+    def test_ref(self):
+        assert SECRET.ref("a", "ns") == "Secret/ns/a"
+        assert CLUSTER.ref("m1", "ignored") == "Cluster/m1"
+
+
+class TestContains:
+    @pytest.mark.parametrize("actual,desired,expected", [
+        ({"a": 1, "b": 2}, {"a": 1}, True),
+        ({"a": 1}, {"a": 2}, False),
+        ({"a": 1}, {"b": 1}, False),
+        ({"a": {"x": 1, "y": 2}}, {"a": {"x": 1}}, True),
+        ({"l": [1, 2]}, {"l": [1, 2]}, True),
+        ({"l": [1, 2, 3]}, {"l": [1, 2]}, False),
+        ({"l": [{"a": 1, "extra": 0}]}, {"l": [{"a": 1}]}, True),
+        ({"l": [2, 1]}, {"l": [1, 2]}, False),
+        ({"a": None}, {"a": 0}, False),
+        ({"a": "1"}, {"a": 1}, False),
+    ])
+    def test_contains(self, actual, desired, expected):
+        assert resources.contains(actual, desired) is expected
+
+
+class TestEnsure:
+    def test_creates_when_missing(self, fake_cluster):
+        out = resources.ensure(fake_cluster, SECRET, secret())
+        assert out.action == "created" and out.changed
+        assert out.summary() == "Secret/ns/s: created"
+        stored = fake_cluster.objects[SECRET.path("ns", "s")]
+        assert stored["kind"] == "Secret" and stored["apiVersion"] == "v1"
+
+    def test_unchanged_when_fields_match(self, fake_cluster):
+        fake_cluster.add(SECRET, dict(secret(), type="Opaque"))
+        out = resources.ensure(fake_cluster, SECRET, secret())
+        assert out.action == "unchanged" and not out.changed
+        assert [c[0] for c in fake_cluster.calls] == ["GET"]
+
+    def test_patches_only_when_different_with_resource_version(self, fake_cluster):
+        fake_cluster.add(SECRET, secret(token="b2xk"))
+        out = resources.ensure(fake_cluster, SECRET, secret(token="bmV3"))
+        assert out.action == "updated"
+        assert out.before["data"]["token"] == "b2xk" and out.after["data"]["token"] == "bmV3"
+        method, path, query = fake_cluster.calls[-1]
+        assert method == "PATCH" and query == {}
+        assert fake_cluster.objects[path]["data"]["token"] == "bmV3"
+
+    def test_retries_on_conflict(self, fake_cluster):
+        fake_cluster.add(SECRET, secret(token="b2xk"))
+        fake_cluster.conflicts = 2
+        out = resources.ensure(fake_cluster, SECRET, secret(token="bmV3"))
+        assert out.action == "updated"
+        assert [c[0] for c in fake_cluster.calls].count("PATCH") == 3
+
+    def test_gives_up_after_persistent_conflicts(self, fake_cluster):
+        fake_cluster.add(SECRET, secret(token="b2xk"))
+        fake_cluster.conflicts = 100
+        with pytest.raises(FleetError, match="kept changing"):
+            resources.ensure(fake_cluster, SECRET, secret(token="bmV3"))
+
+    def test_check_mode_uses_server_dry_run_and_writes_nothing(self, fake_cluster):
+        fake_cluster.add(SECRET, secret(token="b2xk"))
+        out = resources.ensure(fake_cluster, SECRET, secret(token="bmV3"), check_mode=True)
+        assert out.action == "updated" and out.after["data"]["token"] == "bmV3"
+        assert fake_cluster.calls[-1][2] == {"dryRun": "All"}
+        assert fake_cluster.objects[SECRET.path("ns", "s")]["data"]["token"] == "b2xk"
+        created = resources.ensure(fake_cluster, SECRET, secret(name="new"), check_mode=True)
+        assert created.action == "created" and SECRET.path("ns", "new") not in fake_cluster.objects
+
+    def test_check_mode_in_a_namespace_that_is_only_planned(self, fake_cluster):
+        def missing_namespace(method, path, **kwargs):
+            if method == "POST":
+                raise resources.NotFound('namespaces "ns" not found', 404)
+            return original(method, path, **kwargs)
+        original, fake_cluster.request = fake_cluster.request, missing_namespace
+        out = resources.ensure(fake_cluster, SECRET, secret(), check_mode=True)
+        assert out.action == "created" and out.after["metadata"]["name"] == "s"
+
+    def test_requires_a_name(self, fake_cluster):
+        with pytest.raises(FleetError, match="metadata.name"):
+            resources.ensure(fake_cluster, SECRET, {"metadata": {"namespace": "x"}})
+
+
+class TestDelete:
+    def test_absent(self, fake_cluster):
+        out = resources.delete(fake_cluster, SECRET, "s", "ns")
+        assert out.action == "absent" and not out.changed
+
+    def test_deletes(self, fake_cluster):
+        fake_cluster.add(SECRET, secret())
+        out = resources.delete(fake_cluster, SECRET, "s", "ns", wait=True, timeout=1)
+        assert out.action == "deleted" and out.before["metadata"]["name"] == "s"
+        assert SECRET.path("ns", "s") not in fake_cluster.objects
+
+    def test_check_mode_keeps_object(self, fake_cluster):
+        fake_cluster.add(SECRET, secret())
+        out = resources.delete(fake_cluster, SECRET, "s", "ns", check_mode=True)
+        assert out.action == "deleted" and SECRET.path("ns", "s") in fake_cluster.objects
+
+
+class TestPresentable:
+    def test_masks_secret_values_and_drops_server_metadata(self):
+        obj = {"kind": "Secret", "metadata": {"name": "s", "resourceVersion": "9", "managedFields": []},
+               "data": {"token": "c2VjcmV0"}}
+        shown = resources.presentable(obj)
+        assert shown["data"] == {"token": resources.MASKED}
+        assert "resourceVersion" not in shown["metadata"] and "managedFields" not in shown["metadata"]
+        assert obj["data"]["token"] == "c2VjcmV0"  # the input is untouched
+
+    def test_diff_of_created_object(self, fake_cluster):
+        out = resources.ensure(fake_cluster, CLUSTER, {"metadata": {"name": "m"}, "spec": {"syncMode": "Push"}})
+        assert out.diff()["before"] == {} and out.diff()["after"]["spec"] == {"syncMode": "Push"}
+
+
+class TestWait:
+    def test_timeout_names_what_and_last_seen(self):
+        now = [0.0]
+        with pytest.raises(WaitTimeout) as info:
+            resources.wait_until(lambda: (False, "Ready=False (Pending: booting)"), 5, "Cluster/m1 to be ready",
+                                 clock=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s))
+        assert "timed out after 5s waiting for Cluster/m1 to be ready" in info.value.msg
+        assert "Ready=False (Pending: booting)" in info.value.msg
+
+    def test_returns_when_done(self):
+        seen = iter([(False, "x"), (True, None)])
+        resources.wait_until(lambda: next(seen), 5, "it", sleep=lambda s: None)
+
+    def test_wait_for_condition(self, fake_cluster):
+        obj = fake_cluster.add(CLUSTER, {"metadata": {"name": "m"},
+                                         "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+        got = resources.wait_for_condition(fake_cluster, CLUSTER, "m", timeout=1)
+        assert got["metadata"]["name"] == obj["metadata"]["name"]
+
+    def test_wait_for_condition_timeout_reports_condition(self, fake_cluster):
+        fake_cluster.add(CLUSTER, {"metadata": {"name": "m"}, "status": {"conditions": [
+            {"type": "Ready", "status": "False", "reason": "ClusterNotReachable", "message": "no route"}]}})
+        with pytest.raises(WaitTimeout, match="Ready=False \\(ClusterNotReachable: no route\\)"):
+            resources.wait_for_condition(fake_cluster, CLUSTER, "m", timeout=0)
