@@ -27,7 +27,7 @@ def lab(tmp_path_factory):
     existing = os.environ.get("FLEET_LAB_DIR")
     if existing:
         running = fleet_lab.Lab.load(existing)
-        down = [name for name, (ready, _) in running.status().items() if not ready]
+        down = [name for name, (ready, _detail) in running.status().items() if not ready]
         if down:
             pytest.exit(f"FLEET_LAB_DIR={existing}: cluster(s) {', '.join(down)} not answering", returncode=1)
         yield running

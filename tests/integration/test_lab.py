@@ -84,20 +84,20 @@ def test_kubeconfig_works_with_the_kubernetes_client(lab, name):
 
 def test_inventory_parses_with_ansible(lab):
     ansible_inventory = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
-    if not os.access(ansible_inventory, os.X_OK):
-        pytest.skip("ansible-inventory is not installed next to this Python")
-    out = subprocess.run([ansible_inventory, "-i", os.path.join(lab.dir, "inventory.yml"), "--list"],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout
-    inventory = json.loads(out)
-    assert inventory["hub"]["hosts"] == ["hub"]
+    done = subprocess.run([ansible_inventory, "-i", os.path.join(lab.dir, "inventory.yml"), "--list"],
+                          check=True, capture_output=True, text=True)
+    assert "same name" not in done.stderr, done.stderr
+    inventory = json.loads(done.stdout)
+    assert inventory["hub"]["hosts"] == ["hub-cluster"]
     assert inventory["members"]["hosts"] == ["member1", "member2"]
     hostvars = inventory["_meta"]["hostvars"]
-    assert hostvars["hub"]["hub_apiserver"] == lab.clusters["hub"]["server"]
+    assert hostvars["hub-cluster"]["hub_apiserver"] == lab.clusters["hub"]["server"]
     assert [hostvars[m]["registration_mode"] for m in ("member1", "member2")] == ["push", "pull"]
     for name in CLUSTERS:
-        assert hostvars[name]["kubeconfig"] == lab.clusters[name]["kubeconfig"]
-        assert hostvars[name]["context"] == hostvars[name]["cluster_name"] == name
-        assert hostvars[name]["fleet_engine"] == "karmada"
+        host = "hub-cluster" if name == "hub" else name
+        assert hostvars[host]["kubeconfig"] == lab.clusters[name]["kubeconfig"]
+        assert hostvars[host]["context"] == hostvars[host]["cluster_name"] == name
+        assert hostvars[host]["fleet_engine"] == "karmada"
 
 
 @pytest.mark.parametrize("crd", sorted(CRDS))
@@ -132,8 +132,8 @@ def test_crd_validation_is_enforced(lab):
 def test_bootstrapsigner_signs_cluster_info(lab, name):
     api = lab.api(name)
     alphabet = string.ascii_lowercase + string.digits
-    token_id = "".join(secrets.choice(alphabet) for _ in range(6))
-    token_secret = "".join(secrets.choice(alphabet) for _ in range(16))
+    token_id = "".join(secrets.choice(alphabet) for _index in range(6))
+    token_secret = "".join(secrets.choice(alphabet) for _index in range(16))
     expiration = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))
     secrets_path = "/api/v1/namespaces/kube-system/secrets"
     api.post(secrets_path, {
@@ -146,8 +146,10 @@ def test_bootstrapsigner_signs_cluster_info(lab, name):
         anonymous = fleet_lab.ApiClient.for_cluster(lab.clusters[name], anonymous=True)
         cluster_info = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
         key = f"jws-kubeconfig-{token_id}"
-        data = _wait(lambda: (lambda d: key in d and d)(anonymous.get(cluster_info)["data"]), 30,
-                     f"{key} in cluster-info on {name}")
+        def signed():
+            current = anonymous.get(cluster_info)["data"]
+            return key in current and current
+        data = _wait(signed, 30, f"{key} in cluster-info on {name}")
         header, payload, signature = data[key].split(".")
         assert payload == ""
         assert json.loads(base64.urlsafe_b64decode(header + "==")) == {"alg": "HS256", "kid": token_id}

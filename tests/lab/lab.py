@@ -378,7 +378,7 @@ def find_binaries():
     bin_dir = os.environ.get("FLEET_LAB_BIN")
     if not bin_dir:
         say(f"locating lab binaries with {BUILD_SCRIPT} (a first build takes several minutes)")
-        result = subprocess.run(["bash", BUILD_SCRIPT], stdout=subprocess.PIPE, text=True)
+        result = subprocess.run(["bash", BUILD_SCRIPT], stdout=subprocess.PIPE, text=True, check=False)
         if result.returncode != 0:
             raise LabError(f"{BUILD_SCRIPT} failed with exit status {result.returncode}")
         bin_dir = result.stdout.strip().splitlines()[-1]
@@ -400,7 +400,7 @@ def _free_ports(count):
     """Return ``count`` distinct TCP ports that are free on 127.0.0.1 right now."""
     sockets = []
     try:
-        for _ in range(count):
+        for _index in range(count):
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             s.bind((HOST, 0))
             sockets.append(s)
@@ -661,10 +661,13 @@ class Lab:
                     "kubeconfig": info["kubeconfig"], "context": name, "cluster_name": name, **extra}
 
         members = [n for n in self.clusters if n != self.hub]
+        # A host may not share its name with a group (Ansible warns), so the hub host of a cluster
+        # named "hub" is "hub-cluster"; cluster_name keeps the cluster's own name.
+        hub_host = self.hub + "-cluster" if self.hub in ("hub", "members") else self.hub
         inventory = {"all": {
             "vars": {"fleet_engine": self.engine},
             "children": {
-                "hub": {"hosts": {self.hub: host(self.hub, hub_apiserver=self.clusters[self.hub]["server"])}},
+                "hub": {"hosts": {hub_host: host(self.hub, hub_apiserver=self.clusters[self.hub]["server"])}},
                 "members": {"hosts": {n: host(n, registration_mode=("push", "pull")[i % 2])
                                       for i, n in enumerate(members)}},
             },
@@ -796,7 +799,7 @@ def main(argv=None):
             for name, (ready, detail) in status.items():
                 role = "hub" if name == lab.hub else "member"
                 print(f"{name}\t{role}\t{lab.clusters[name]['server']}\t{'ready' if ready else 'DOWN'}\t{detail}")
-            return 0 if all(ready for ready, _ in status.values()) else 1
+            return 0 if all(ready for ready, _detail in status.values()) else 1
     except LabError as e:
         print(f"lab.py {args.command}: {e}", file=sys.stderr)
         return 1
