@@ -21,11 +21,20 @@ run_sanity() {
   rm -rf "$(dirname "$(dirname "$(dirname "$tree")")")"
 }
 
+# Every stage runs even when an earlier one failed, so one run shows all failures.
+failed=()
 for stage in "${stages[@]}"; do
   case "$stage" in
-    sanity) run_sanity ;;
-    unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q ;;
-    integration) echo "[tests] integration (lab)" >&2; python -m pytest tests/integration -q -p no:cacheprovider ;;
+    sanity) run_sanity || failed+=(sanity) ;;
+    unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q || failed+=(unit) ;;
+    integration)
+      echo "[tests] integration (lab)" >&2
+      python -m pytest tests/integration -q -p no:cacheprovider || failed+=(integration) ;;
     *) echo "unknown stage: $stage (sanity, unit, integration)" >&2; exit 2 ;;
   esac
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "[tests] FAILED: ${failed[*]}" >&2
+  exit 1
+fi
+echo "[tests] all stages passed: ${stages[*]}" >&2

@@ -146,6 +146,7 @@ def test_bootstrapsigner_signs_cluster_info(lab, name):
         anonymous = fleet_lab.ApiClient.for_cluster(lab.clusters[name], anonymous=True)
         cluster_info = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
         key = f"jws-kubeconfig-{token_id}"
+
         def signed():
             current = anonymous.get(cluster_info)["data"]
             return key in current and current
