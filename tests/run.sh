@@ -12,13 +12,15 @@ stages=("$@")
 
 run_sanity() {
   # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
-  local tree
-  tree="$(mktemp -d)/ansible_collections/multicluster/fleet"
+  local top tree status=0
+  top="$(mktemp -d)"
+  tree="$top/ansible_collections/multicluster/fleet"
   mkdir -p "$tree"
   git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$tree/"
   echo "[tests] ansible-test sanity" >&2
-  (cd "$tree" && git init -q && git add -A && ansible-test sanity --local --requirements --python 3.11 --color no)
-  rm -rf "$(dirname "$(dirname "$(dirname "$tree")")")"
+  (cd "$tree" && git init -q && git add -A && ansible-test sanity --local --requirements --python 3.11 --color no) || status=$?
+  rm -rf "$top"
+  return "$status"
 }
 
 # Every stage runs even when an earlier one failed, so one run shows all failures.
