@@ -129,3 +129,54 @@ options:
         type: list
         elements: str
 """
+
+    # A second cluster (the hub, for modules acting on a member), as one dictionary.
+    HUB = r"""
+options:
+  hub:
+    description:
+      - How to reach the hub cluster. Takes the same keys as the top-level authentication options
+        (O(kubeconfig), O(context), O(host), O(api_key), O(validate_certs), O(ca_cert), O(client_cert),
+        O(client_key), O(proxy), O(impersonate_user), O(impersonate_groups)).
+      - Environment variables do not apply here; they belong to the top-level options.
+    type: dict
+    suboptions:
+      kubeconfig:
+        description: Path to a kubeconfig file, or the kubeconfig content as a dictionary.
+        type: raw
+      context:
+        description: The kubeconfig context to use.
+        type: str
+      host:
+        description: URL of the API server.
+        type: str
+      api_key:
+        description: Bearer token to authenticate with.
+        type: str
+      validate_certs:
+        description: Whether to verify the API server's TLS certificate.
+        type: bool
+        aliases: [verify_ssl]
+      ca_cert:
+        description: Path to a CA certificate bundle that verifies the API server.
+        type: path
+        aliases: [ssl_ca_cert]
+      client_cert:
+        description: Path to a client certificate.
+        type: path
+        aliases: [cert_file]
+      client_key:
+        description: Path to the private key of the client certificate.
+        type: path
+        aliases: [key_file]
+      proxy:
+        description: URL of an HTTP proxy.
+        type: str
+      impersonate_user:
+        description: User to impersonate.
+        type: str
+      impersonate_groups:
+        description: Groups to impersonate.
+        type: list
+        elements: str
+"""

@@ -27,22 +27,19 @@ import urllib.error
 import urllib.request
 from http.client import HTTPException
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
-except ImportError as exc:  # pragma: no cover - reported when a function needs it
-    CRYPTOGRAPHY_IMPORT_ERROR = exc
-else:
-    CRYPTOGRAPHY_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - pki.require_cryptography() reports it where needed
+    pass
 
 try:
     import yaml
-except ImportError as exc:  # pragma: no cover - reported when a function needs it
-    YAML_IMPORT_ERROR = exc
-else:
-    YAML_IMPORT_ERROR = None
+except ImportError:  # pragma: no cover - pki.require_yaml() reports it where needed
+    pass
 
 # Token format (k8s.io/cluster-bootstrap/token/api): "<id>.<secret>".
 TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
@@ -75,16 +72,10 @@ KUBECONFIG_KEY = "kubeconfig"
 JWS_KEY_PREFIX = "jws-kubeconfig-"
 
 
-def _require_cryptography():
-    """Raise a FleetError when the cryptography library is missing."""
-    if CRYPTOGRAPHY_IMPORT_ERROR is not None:
-        raise FleetError("the cryptography Python library is required: %s" % CRYPTOGRAPHY_IMPORT_ERROR)
+class MissingSignature(FleetError):
+    """cluster-info carries no signature for the token: unknown, expired, not signing, or not signed yet."""
 
 
-def _require_yaml():
-    """Raise a FleetError when PyYAML is missing."""
-    if YAML_IMPORT_ERROR is not None:
-        raise FleetError("the PyYAML Python library is required: %s" % YAML_IMPORT_ERROR)
 
 
 # --- tokens -----------------------------------------------------------------------------------
@@ -266,7 +257,7 @@ def token_secret_value(secret_dict):
 
 def _load_certificate(cert):
     """Load one certificate from PEM (str or bytes; the first certificate) or DER bytes."""
-    _require_cryptography()
+    pki.require_cryptography()
     try:
         data = cert.encode("ascii") if isinstance(cert, str) else bytes(cert)
         if b"-----BEGIN" in data:
@@ -356,7 +347,7 @@ def verify_kubeconfig_signature(kubeconfig_str, jws, token_id, token_secret):
 # --- discovery ----------------------------------------------------------------------------------
 
 
-def _base_url(server_url):
+def hub_url(server_url):
     """Return ``https://host:port`` from a URL or a bare ``host:port`` (as karmadactl register takes)."""
     url = (server_url or "").strip().rstrip("/")
     if "://" not in url:
@@ -418,14 +409,20 @@ def _fetch_cluster_info(fetch, url, ssl_context, timeout, how):
     return configmap["data"]
 
 
-def _signed_kubeconfig(data, token_id, token_secret):
-    """Return the kubeconfig text of cluster-info ``data`` after checking its JWS for the token."""
+def _kubeconfig_of(data):
+    """Return the kubeconfig text of cluster-info ``data``."""
     kubeconfig = data.get(KUBECONFIG_KEY)
     if not kubeconfig:
         raise FleetError("%s has no %s key: this hub is not set up for token discovery" % (CLUSTER_INFO, KUBECONFIG_KEY))
+    return kubeconfig
+
+
+def _signed_kubeconfig(data, token_id, token_secret):
+    """Return the kubeconfig text of cluster-info ``data`` after checking its JWS for the token."""
+    kubeconfig = _kubeconfig_of(data)
     jws = data.get(JWS_KEY_PREFIX + token_id)
     if not jws:
-        raise FleetError(
+        raise MissingSignature(
             "no signature for token id %s in %s: the token is unknown, expired or not allowed to sign" % (token_id, CLUSTER_INFO)
         )
     if not verify_kubeconfig_signature(kubeconfig, jws, token_id, token_secret):
@@ -458,7 +455,21 @@ def _cluster_of(kubeconfig):
     return server, ca_pem
 
 
-def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=False, timeout=10, opener=None):
+def expected_pins(ca_pins, unsafe_skip_ca_verification=False):
+    """Normalize the CA pins a member trusts; FleetError when there is none and pinning was not knowingly skipped."""
+    if isinstance(ca_pins, str):
+        ca_pins = [ca_pins] if ca_pins.strip() else []
+    expected = [parse_pin(pin) for pin in ca_pins or []]
+    if not expected and not unsafe_skip_ca_verification:
+        raise FleetError(
+            "no CA pin given: pass ca_cert_hashes (%s of the hub CA public key, as printed by"
+            " 'karmadactl token create --print-register-command') or, knowingly, unsafe_skip_ca_verification=true" % PIN_FORMAT
+        )
+    return expected
+
+
+def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=False, timeout=10, opener=None,
+                 allow_unsigned=False):
     """Learn the hub's API server URL and CA the way a joining member does (kubeadm token discovery).
 
     Fetches ``kube-public/cluster-info`` from ``server_url`` anonymously without TLS verification,
@@ -468,24 +479,25 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     requires the same kubeconfig. ``opener(url, ssl_context, timeout) -> (status, body_bytes)`` replaces
     the HTTP client (tests). The token never leaves this process: it only keys the HMAC.
 
+    With ``allow_unsigned``, a token that is not a bootstrap token (an OCM ServiceAccount token) is
+    accepted: no JWS exists for it, so the CA pin (or the explicit unsafe option) is all that
+    authenticates cluster-info. A bootstrap token is always checked against its JWS. Raises
+    :class:`MissingSignature` when cluster-info has no JWS for the token (yet).
+
     Returns ``dict(server, ca_pem, ca_pins, kubeconfig)``: the server URL and CA bundle (PEM text) from
     cluster-info, the pins of the CA bundle and the cluster-info kubeconfig text.
     """
-    _require_yaml()
-    _require_cryptography()
-    token_id, secret = parse_token(token)
-    if isinstance(ca_pins, str):
-        ca_pins = [ca_pins] if ca_pins.strip() else []
-    expected = [parse_pin(pin) for pin in ca_pins or []]
-    if not expected and not unsafe_skip_ca_verification:
-        raise FleetError(
-            "no CA pin given: pass ca_cert_hashes (%s of the hub CA public key, as printed by"
-            " 'karmadactl token create --print-register-command') or, knowingly, unsafe_skip_ca_verification=true" % PIN_FORMAT
-        )
-    url = _base_url(server_url) + CLUSTER_INFO_PATH
+    pki.require_yaml()
+    pki.require_cryptography()
+    unsigned = allow_unsigned and isinstance(token, str) and TOKEN_RE.fullmatch(token) is None
+    if unsigned and not token.strip():
+        raise FleetError("the token is empty")
+    token_id, secret = (None, None) if unsigned else parse_token(token)
+    expected = expected_pins(ca_pins, unsafe_skip_ca_verification)
+    url = hub_url(server_url) + CLUSTER_INFO_PATH
     fetch = opener or _urllib_fetch
     data = _fetch_cluster_info(fetch, url, _insecure_context(), timeout, "without TLS verification")
-    kubeconfig = _signed_kubeconfig(data, token_id, secret)
+    kubeconfig = _kubeconfig_of(data) if unsigned else _signed_kubeconfig(data, token_id, secret)
     server, ca_pem = _cluster_of(kubeconfig)
     actual = pins_of_bundle(ca_pem)
     if expected and not set(actual) & set(expected):
@@ -506,19 +518,6 @@ def bootstrap_kubeconfig(server, ca_pem, token, cluster_name="hub", user="bootst
     Shape of OCM's ``bootstrap-hub-kubeconfig`` (cluster ``hub``, user ``bootstrap``, context
     ``bootstrap``). ``token`` may be a bootstrap token or a ServiceAccount token.
     """
-    _require_yaml()
     if not server or not ca_pem or not token:
         raise FleetError("a bootstrap kubeconfig needs the hub server, its CA and a token")
-    ca_bytes = ca_pem.encode("ascii") if isinstance(ca_pem, str) else bytes(ca_pem)
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": cluster_name, "cluster": {
-            "server": server,
-            "certificate-authority-data": base64.b64encode(ca_bytes).decode("ascii"),
-        }}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": context, "context": {"cluster": cluster_name, "user": user}}],
-        "current-context": context,
-    }
-    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
+    return pki.kubeconfig(server, ca_pem, cluster_name, user, context, token=token)

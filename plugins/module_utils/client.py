@@ -150,6 +150,28 @@ class Cluster:
         self._config = config
         self._pool = self._build_pool(config)
 
+    @property
+    def ca_pem(self):
+        """PEM text of the CA bundle that verifies this server (``ca_cert`` or the kubeconfig's), or None."""
+        path = self._config.ssl_ca_cert
+        if not path:
+            return None
+        try:
+            with open(path) as handle:
+                return handle.read()
+        except OSError as exc:
+            raise FleetError("cluster '%s': cannot read the CA certificate %s: %s" % (self.name, path, exc))
+
+    @property
+    def verifies_tls(self):
+        """False when this connection skips TLS verification (validate_certs false, insecure-skip-tls-verify)."""
+        return bool(self._config.verify_ssl)
+
+    @property
+    def proxy(self):
+        """The proxy URL requests to this server go through, or None."""
+        return self._config.proxy or None
+
     @staticmethod
     def _build_pool(config):
         tls = dict(

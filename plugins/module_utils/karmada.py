@@ -1,16 +1,131 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Karmada facts: kinds, names and the normalized view of a member Cluster."""
+"""Karmada facts: kinds, names, the normalized view of a member Cluster, pull-registration and push-join objects."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+import re
+from urllib.parse import urlsplit
+
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
+from ansible_collections.multicluster.fleet.plugins.module_utils import pki, resources
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
+
+
+# --- Pull registration (karmadactl register / unregister), DESIGN.md 4.4 ------------------------------
+
+# The agent's identity on the hub: its client certificate's subject.
+AGENT_USER_PREFIX = "system:karmada:agent:"
+AGENTS_GROUP = "system:karmada:agents"
+AGENT_SIGNER = "kubernetes.io/kube-apiserver-client"
+AGENT_USAGES = ["digital signature", "key encipherment", "client auth"]
+DEFAULT_CERT_EXPIRATION_SECONDS = 365 * 24 * 3600
+# Where the agent runs on the member, and the kubeconfig it reads (karmadactl register's names).
+AGENT_NAMESPACE = "karmada-system"
+AGENT_NAME = "karmada-agent"  # Deployment, ClusterRole and ClusterRoleBinding
+AGENT_SERVICE_ACCOUNT = "karmada-agent-sa"
+AGENT_KUBECONFIG_SECRET = "karmada-kubeconfig"  # also the key inside the Secret
+AGENT_KUBECONFIG_CLUSTER = "karmada-apiserver"
+# Hub-side permissions of the agent: karmadactl register's rules for the cluster-wide role, minus
+# secrets and works, which the agent gets only in its own namespaces (least privilege).
+AGENT_CLUSTER_RULES = [
+    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
+     "verbs": ["create", "get", "list", "watch", "delete", "update", "patch"]},
+    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "verbs": ["update", "patch"]},
+    {"apiGroups": ["config.karmada.io"],
+     "resources": ["resourceinterpreterwebhookconfigurations", "resourceinterpretercustomizations"],
+     "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+    {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "create"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+]
+AGENT_SECRET_RULES = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
+AGENT_WORK_RULES = [
+    {"apiGroups": ["work.karmada.io"], "resources": ["works"],
+     "verbs": ["get", "create", "list", "watch", "update", "delete"]},
+    {"apiGroups": ["work.karmada.io"], "resources": ["works/status"], "verbs": ["patch", "update"]},
+]
+
+
+def agent_user(cluster_name):
+    """The user name of a cluster's agent (its certificate's common name)."""
+    return AGENT_USER_PREFIX + cluster_name
+
+
+def agent_role_name(cluster_name, suffix=""):
+    """``system:karmada:<cluster>:agent`` and its ``-secret`` / ``-work`` variants."""
+    return "system:karmada:%s:agent%s" % (cluster_name, suffix)
+
+
+def _role_and_binding(name, namespace, rules, subject):
+    """A Role and RoleBinding (ClusterRole and ClusterRoleBinding without namespace) of one name."""
+    if namespace:
+        role_kind, binding_kind, metadata = resources.ROLE, resources.ROLE_BINDING, {"name": name, "namespace": namespace}
+    else:
+        role_kind, binding_kind, metadata = resources.CLUSTER_ROLE, resources.CLUSTER_ROLE_BINDING, {"name": name}
+    return [
+        (role_kind, {"metadata": dict(metadata), "rules": copy.deepcopy(rules)}),
+        (binding_kind, {"metadata": dict(metadata), "subjects": [dict(subject)],
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind.kind, "name": name}}),
+    ]
+
+
+def agent_hub_objects(cluster_name):
+    """``(Kind, manifest)`` pairs of the hub-side agent RBAC and namespaces, in creation order."""
+    user = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": agent_user(cluster_name)}
+    es_namespace = execution_namespace(cluster_name)
+    return ([(resources.NAMESPACE, system_namespace(DEFAULT_CLUSTER_NAMESPACE)),
+             (resources.NAMESPACE, {"metadata": {"name": es_namespace}})]
+            + _role_and_binding(agent_role_name(cluster_name), None, AGENT_CLUSTER_RULES, user)
+            + _role_and_binding(agent_role_name(cluster_name, "-secret"), DEFAULT_CLUSTER_NAMESPACE, AGENT_SECRET_RULES, user)
+            + _role_and_binding(agent_role_name(cluster_name, "-work"), es_namespace, AGENT_WORK_RULES, user))
+
+
+def agent_csr(name, request_pem, expiration_seconds):
+    """The CertificateSigningRequest karmadactl register posts with the bootstrap token."""
+    return {
+        "apiVersion": resources.CSR.api_version, "kind": resources.CSR.kind,
+        "metadata": {"name": name, "labels": dict(SYSTEM_LABELS)},
+        "spec": {
+            "request": pki.b64(request_pem),
+            "signerName": AGENT_SIGNER,
+            "usages": list(AGENT_USAGES),
+            "expirationSeconds": expiration_seconds,
+        },
+    }
+
+
+def agent_kubeconfig(server, ca_pem, cluster_name, cert_pem, key_pem):
+    """The kubeconfig karmada-agent uses: cluster ``karmada-apiserver``, user ``<cluster>``."""
+    return pki.kubeconfig(server, ca_pem, AGENT_KUBECONFIG_CLUSTER, cluster_name,
+                          "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER),
+                          client_cert_pem=cert_pem, client_key_pem=key_pem)
+
+
+def agent_kubeconfig_secret(kubeconfig_text):
+    """Secret ``karmada-system/karmada-kubeconfig`` holding the agent kubeconfig."""
+    return {"metadata": {"name": AGENT_KUBECONFIG_SECRET, "namespace": AGENT_NAMESPACE, "labels": dict(SYSTEM_LABELS)},
+            "type": "Opaque", "data": {AGENT_KUBECONFIG_SECRET: pki.b64(kubeconfig_text)}}
+
+
+def agent_member_objects():
+    """``(Kind, name, namespace)`` of the agent's member objects, in the order unregister deletes them."""
+    return [
+        (resources.DEPLOYMENT, AGENT_NAME, AGENT_NAMESPACE),
+        (resources.CLUSTER_ROLE_BINDING, AGENT_NAME, None),
+        (resources.CLUSTER_ROLE, AGENT_NAME, None),
+        (resources.SERVICE_ACCOUNT, AGENT_SERVICE_ACCOUNT, AGENT_NAMESPACE),
+        (resources.SECRET, AGENT_KUBECONFIG_SECRET, AGENT_NAMESPACE),
+    ]
 
 
 def summarize_cluster(obj):
@@ -34,3 +149,174 @@ def summarize_cluster(obj):
         "labels": obj["metadata"].get("labels") or {},
         "conditions": conditions_of(obj),
     }
+
+
+# --- Push registration (karmadactl join / unjoin), DESIGN.md 4.3 -------------------------------------
+
+DEFAULT_CLUSTER_NAMESPACE = "karmada-cluster"
+SYSTEM_LABEL = "karmada.io/system"
+SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
+IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"
+CLUSTER_FINALIZER = "karmada.io/cluster-controller"
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SERVICE_ACCOUNT_UID_ANNOTATION = "kubernetes.io/service-account.uid"
+SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
+# Keys of the hub Secret the controllers read (cluster.karmada.io SecretTokenKey / SecretCADataKey).
+TOKEN_KEY = "token"
+CA_KEY = "caBundle"
+# What karmadactl grants the member ServiceAccount: everything, and GET on every non-resource URL.
+CLUSTER_ROLE_RULES = [
+    {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+    {"nonResourceURLs": ["*"], "verbs": ["get"]},
+]
+CLUSTER_NAME_MAX_LENGTH = 48  # "karmada-es-" + name must stay a valid namespace name
+DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+# Namespaces that unjoin must never delete on a member.
+RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PROXY_SCHEMES = ("http", "https", "socks5")
+
+
+def service_account_name(cluster_name):
+    """The member ServiceAccount whose token the hub uses (``karmada-<cluster>``)."""
+    return "karmada-" + cluster_name
+
+
+def cluster_role_name(cluster_name):
+    """ClusterRole and ClusterRoleBinding name on the member."""
+    return "karmada-controller-manager:" + service_account_name(cluster_name)
+
+
+def impersonator_secret_name(cluster_name):
+    """The hub Secret holding the impersonator token."""
+    return cluster_name + "-impersonator"
+
+
+def execution_namespace(cluster_name):
+    """The hub namespace Karmada keeps a cluster's Works in."""
+    return "karmada-es-" + cluster_name
+
+
+def validate_cluster_name(name):
+    """Raise :class:`FleetError` unless ``name`` is a DNS-1123 label of 1 to 48 characters (Karmada's rule)."""
+    if not name or len(name) > CLUSTER_NAME_MAX_LENGTH or not DNS1123_LABEL_RE.match(name):
+        raise FleetError("invalid cluster name %r: Karmada cluster names are DNS-1123 labels (lowercase letters, "
+                         "digits and '-', starting and ending with a letter or digit) of 1 to %d characters"
+                         % (name, CLUSTER_NAME_MAX_LENGTH))
+
+
+def validate_cluster_namespace(namespace):
+    """The namespace holding the credentials: a DNS-1123 label that is not one of Kubernetes' own."""
+    if not namespace or len(namespace) > 63 or not DNS1123_LABEL_RE.match(namespace):
+        raise FleetError("invalid cluster_namespace %r: it must be a DNS-1123 label of at most 63 characters" % namespace)
+    if namespace in RESERVED_NAMESPACES:
+        raise FleetError("cluster_namespace %r is reserved by Kubernetes: unjoin deletes this namespace on the "
+                         "member, so use a namespace of its own (default %s)" % (namespace, DEFAULT_CLUSTER_NAMESPACE))
+
+
+def validate_zones(zones):
+    """Zones are non-empty, distinct and free of whitespace and commas (Karmada passes them as a comma list)."""
+    for zone in zones:
+        if not zone or re.search(r"[\s,]", zone):
+            raise FleetError("invalid zone %r in zones: each zone is a non-empty name without spaces or commas" % zone)
+    duplicates = sorted(set(z for z in zones if zones.count(z) > 1))
+    if duplicates:
+        raise FleetError("zones lists %s more than once" % ", ".join(duplicates))
+
+
+def validate_api_endpoint(url):
+    """An http(s) URL with a host and no user info, query or fragment (Karmada's apiEndpoint rules)."""
+    parts = urlsplit(url)
+    problem = None
+    if parts.scheme not in ("https", "http"):
+        problem = "the scheme must be https (or http)"
+    elif not parts.hostname:
+        problem = "it has no host"
+    elif parts.username is not None:
+        problem = "user information is not permitted"
+    elif parts.query or parts.fragment:
+        problem = "query parameters and fragments are not permitted"
+    elif not _valid_port(parts):
+        problem = "the port is not a number between 1 and 65535"
+    if problem:
+        raise FleetError("invalid api_endpoint %r: %s; expected a URL such as https://10.0.0.7:6443" % (url, problem))
+
+
+def _valid_port(parts):
+    try:
+        return parts.port is None or parts.port > 0
+    except ValueError:
+        return False
+
+
+def validate_proxy_url(url):
+    """A proxy URL with scheme http, https or socks5 and a host."""
+    parts = urlsplit(url)
+    if parts.scheme not in PROXY_SCHEMES or not parts.hostname or not _valid_port(parts):
+        raise FleetError("invalid proxy_url %r: expected %s://host:port" % (url, "|".join(PROXY_SCHEMES)))
+
+
+def system_namespace(name):
+    """A namespace labelled as Karmada's (the credential namespace on the hub and on the member)."""
+    return {"metadata": {"name": name, "labels": dict(SYSTEM_LABELS)}}
+
+
+def member_service_account(name, namespace):
+    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(SYSTEM_LABELS)}}
+
+
+def service_account_token_secret(service_account, namespace):
+    """The token Secret karmadactl creates for a ServiceAccount (clusters >= 1.24 create none themselves).
+
+    Kubernetes' token controller fills in ``token``, ``ca.crt`` and ``namespace``.
+    """
+    return {"metadata": {"name": service_account, "namespace": namespace,
+                         "annotations": {SERVICE_ACCOUNT_NAME_ANNOTATION: service_account}},
+            "type": SERVICE_ACCOUNT_TOKEN_TYPE}
+
+
+def member_cluster_role(cluster_name):
+    return {"metadata": {"name": cluster_role_name(cluster_name), "labels": dict(SYSTEM_LABELS)},
+            "rules": copy.deepcopy(CLUSTER_ROLE_RULES)}
+
+
+def member_cluster_role_binding(cluster_name, namespace):
+    name = cluster_role_name(cluster_name)
+    return {"metadata": {"name": name, "labels": dict(SYSTEM_LABELS)},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": service_account_name(cluster_name), "namespace": namespace}]}
+
+
+def owner_reference(cluster_obj):
+    """The controller reference from the hub Secrets to their Cluster (garbage collected with it)."""
+    return {"apiVersion": CLUSTER.api_version, "kind": CLUSTER.kind, "name": cluster_obj["metadata"]["name"],
+            "uid": cluster_obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+
+
+def hub_secret(name, namespace, data, owner):
+    """A hub Secret of base64 ``data`` owned by the Cluster object ``owner``."""
+    return {"metadata": {"name": name, "namespace": namespace, "labels": dict(SYSTEM_LABELS),
+                         "ownerReferences": [owner_reference(owner)]},
+            "type": "Opaque", "data": dict(data)}
+
+
+def push_cluster(name, cluster_id, api_endpoint, namespace, insecure_skip_tls_verification=False,
+                 proxy_url=None, provider=None, region=None, zones=None):
+    """The ``Cluster`` karmadactl join creates, with ``syncMode: Push``.
+
+    Optional settings that are None are left out (not managed); an empty string or list asks for the
+    field to be removed and stays in the spec as None (a JSON merge patch deletes it). A false
+    ``insecureSkipTLSVerification`` is None for the same reason: Karmada omits false.
+    """
+    spec = {
+        "syncMode": "Push",
+        "apiEndpoint": api_endpoint,
+        "id": cluster_id,
+        "secretRef": {"namespace": namespace, "name": name},
+        "impersonatorSecretRef": {"namespace": namespace, "name": impersonator_secret_name(name)},
+        "insecureSkipTLSVerification": True if insecure_skip_tls_verification else None,
+    }
+    for key, value in (("proxyURL", proxy_url), ("provider", provider), ("region", region), ("zones", zones)):
+        if value is not None:
+            spec[key] = value or None
+    return {"metadata": {"name": name}, "spec": spec}

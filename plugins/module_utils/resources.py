@@ -72,6 +72,16 @@ DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments", True)
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 
 
+def kinds_by_type(*kinds):
+    """``{(apiVersion, kind): Kind}`` for the given kinds, the lookup manifests are resolved with."""
+    return dict(((k.api_version, k.kind), k) for k in kinds)
+
+
+# The core kinds by (apiVersion, kind); engine kinds live in karmada.py and ocm.py.
+KINDS = kinds_by_type(NAMESPACE, SECRET, CONFIG_MAP, SERVICE_ACCOUNT, CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE,
+                      ROLE_BINDING, CSR, DEPLOYMENT, CRD)
+
+
 class Outcome:
     """What one ensure/delete did: ``action`` is created, updated, unchanged, deleted or absent."""
 
@@ -120,10 +130,12 @@ def contains(actual, desired):
     """True when every field of ``desired`` is present in ``actual`` with the same value.
 
     Mappings are compared key by key (extra keys in ``actual`` are fine: the server adds defaults),
-    lists element by element and must have the same length, scalars by equality.
+    lists element by element and must have the same length, scalars by equality. A ``None`` in
+    ``desired`` asks for the field to be absent, as ``null`` does in a JSON merge patch.
     """
     if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in desired.items())
+        return isinstance(actual, dict) and all(
+            actual.get(k) is None if v is None else k in actual and contains(actual[k], v) for k, v in desired.items())
     if isinstance(desired, list):
         return (isinstance(actual, list) and len(actual) == len(desired)
                 and all(contains(a, d) for a, d in zip(actual, desired)))

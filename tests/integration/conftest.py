@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab"))
 
 import lab as fleet_lab  # noqa: E402  (tests/lab is not a package)
+import simulate  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +39,64 @@ def lab(tmp_path_factory):
         yield started
     finally:
         started.down()
+
+
+# What hub_init sets up for bootstrap identities (DESIGN.md 4.1, 4.5), created here as test setup under
+# names of its own: bootstrap token users may create and read CSRs (system:node-bootstrapper), and OCM's
+# bootstrap group may also create and read ManagedClusters (the rules of open-cluster-management:bootstrap).
+BOOTSTRAP_GROUPS = ("system:bootstrappers:karmada:default-cluster-token", "system:bootstrappers:managedcluster")
+OCM_BOOTSTRAP_RULES = [
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+    {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["create", "get", "list", "watch"]},
+    {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclusters"], "verbs": ["get", "create", "list", "watch"]},
+    {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclustersets/join"], "verbs": ["create"]},
+]
+
+
+@pytest.fixture(scope="module")
+def bootstrap_rbac(lab):
+    """Hub RBAC for bootstrap identities: groups ``BOOTSTRAP_GROUPS`` may create CSRs, OCM's also ManagedClusters.
+
+    Module-scoped: the bindings go away after the test file that asked for them, so files testing what
+    the hub allows before its prerequisites exist (hub_registration) do not see them."""
+    api = lab.api(lab.hub)
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+
+    def group(name):
+        return {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name}
+
+    objects = [
+        ("clusterrolebindings", {"metadata": {"name": "fleet-test:node-bootstrapper"},
+                                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-bootstrapper"},
+                                 "subjects": [group(g) for g in BOOTSTRAP_GROUPS]}),
+        ("clusterroles", {"metadata": {"name": "fleet-test:ocm-bootstrap"}, "rules": OCM_BOOTSTRAP_RULES}),
+        ("clusterrolebindings", {"metadata": {"name": "fleet-test:ocm-bootstrap"},
+                                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "fleet-test:ocm-bootstrap"},
+                                 "subjects": [group("system:bootstrappers:managedcluster")]}),
+    ]
+    for plural, body in objects:
+        body.update(apiVersion="rbac.authorization.k8s.io/v1", kind="ClusterRoleBinding" if plural == "clusterrolebindings" else "ClusterRole")
+        try:
+            api.post(f"{rbac}/{plural}", body)
+        except fleet_lab.ApiError as e:
+            if e.status != 409:
+                raise
+    yield BOOTSTRAP_GROUPS
+    for plural, body in reversed(objects):
+        try:
+            api.delete(f"{rbac}/{plural}/{body['metadata']['name']}")
+        except fleet_lab.ApiError as e:
+            if e.status != 404:
+                raise
+
+
+@pytest.fixture(scope="module")
+def simulations(lab):
+    """Every lab simulation (tests/lab/simulate.py) running against ``lab`` for one test module.
+
+    Operators, agents and controllers play their parts only while a module that asks for this runs,
+    and start afresh for the next one (agents keep what they registered in memory).
+    """
+    sims = simulate.start_all(lab)
+    yield sims
+    simulate.stop_all(sims)

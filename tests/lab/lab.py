@@ -357,7 +357,7 @@ def install_crds(cluster, names=None, timeout=60):
 
     def served(name):
         crd = api.get(f"{base}/{name}")
-        conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+        conditions = {c["type"]: c["status"] for c in (crd.get("status") or {}).get("conditions") or []}
         if conditions.get("Established") != "True":
             return False
         spec = crd["spec"]

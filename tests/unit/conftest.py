@@ -2,6 +2,7 @@
 
 import copy
 import itertools
+from urllib.parse import quote
 
 import pytest
 
@@ -48,7 +49,7 @@ class FakeCluster:
             return {"items": [copy.deepcopy(o) for p, o in sorted(self.objects.items())
                               if p.startswith(prefix) and "/" not in p[len(prefix):]]}
         if method == "POST":
-            target = path + "/" + body["metadata"]["name"]
+            target = path + "/" + quote(body["metadata"]["name"], safe="")
             if target in self.objects:
                 raise Conflict("exists", 409, "AlreadyExists")
             stored = copy.deepcopy(body)

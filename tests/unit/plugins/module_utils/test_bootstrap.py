@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 UTC = datetime.timezone.utc
@@ -617,6 +617,54 @@ def test_discover_unsafe_skips_the_pin():
     assert len(hub.calls) == 2 and hub.calls[1][1].verify_mode == ssl.CERT_REQUIRED
 
 
+def test_discover_missing_signature_is_its_own_error():
+    with pytest.raises(bootstrap.MissingSignature):
+        bootstrap.discover_hub("https://hub.example:6443", TOKEN, ca_pins=[REF_CA_PIN],
+                               opener=FakeHub(configmap(REF_KUBECONFIG, token_id="zzzzzz")))
+
+
+SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl"
+
+
+def test_discover_service_account_token_needs_no_signature():
+    cm = configmap(REF_KUBECONFIG, token_id="zzzzzz")  # signed for some other token only
+    hub = FakeHub(cm)
+    result = bootstrap.discover_hub("https://127.0.0.1:17443", SA_TOKEN, ca_pins=[REF_CA_PIN], opener=hub, allow_unsigned=True)
+    assert (result["server"], result["ca_pins"]) == ("https://127.0.0.1:17443", [REF_CA_PIN])
+    assert len(hub.calls) == 2 and hub.calls[1][1].verify_mode == ssl.CERT_REQUIRED
+
+
+def test_discover_service_account_token_still_needs_the_pin(other_ca):
+    hub = FakeHub(configmap(REF_KUBECONFIG))
+    with pytest.raises(FleetError) as exc_info:
+        bootstrap.discover_hub("https://hub.example:6443", SA_TOKEN, opener=hub, allow_unsigned=True)
+    assert "ca_cert_hashes" in str(exc_info.value) and hub.calls == []
+    assert_no_secret(exc_info, SA_TOKEN)
+    with pytest.raises(FleetError, match="refusing to trust"):
+        bootstrap.discover_hub("https://hub.example:6443", SA_TOKEN, ca_pins=[independent_pin(other_ca[0])],
+                               opener=FakeHub(configmap(REF_KUBECONFIG)), allow_unsigned=True)
+
+
+def test_discover_bootstrap_token_is_always_signature_checked():
+    hub = FakeHub(configmap(REF_KUBECONFIG, secret="0000000000000000"))
+    exc_info = discover_error(hub, allow_unsigned=True)
+    assert "does not verify" in str(exc_info.value)
+    with pytest.raises(bootstrap.MissingSignature):
+        bootstrap.discover_hub("https://hub.example:6443", TOKEN, ca_pins=[REF_CA_PIN], allow_unsigned=True,
+                               opener=FakeHub(configmap(REF_KUBECONFIG, token_id="zzzzzz")))
+
+
+@pytest.mark.parametrize("token", ["", "  "])
+def test_discover_refuses_an_empty_service_account_token(token):
+    with pytest.raises(FleetError, match="token is empty"):
+        bootstrap.discover_hub("https://hub:6443", token, ca_pins=[REF_CA_PIN], opener=FakeHub({}), allow_unsigned=True)
+
+
+def test_discover_unsigned_refused_without_allow_unsigned():
+    with pytest.raises(FleetError, match="a bootstrap token must have the form"):
+        bootstrap.discover_hub("https://hub:6443", SA_TOKEN, ca_pins=[REF_CA_PIN], opener=FakeHub({}))
+
+
 def test_discover_bad_pin_format_before_any_request():
     hub = FakeHub(configmap(REF_KUBECONFIG, jws=REF_JWS))
     exc_info = discover_error(hub, ca_pins=["md5:abc"])
@@ -665,10 +713,10 @@ def test_discover_refuses_non_https(url):
 
 
 def test_missing_libraries_are_reported(monkeypatch):
-    monkeypatch.setattr(bootstrap, "CRYPTOGRAPHY_IMPORT_ERROR", ImportError("No module named 'cryptography'"))
+    monkeypatch.setattr(pki, "CRYPTOGRAPHY_IMPORT_ERROR", ImportError("No module named 'cryptography'"))
     with pytest.raises(FleetError, match="cryptography Python library is required"):
         bootstrap.ca_pin(REF_CA_PEM)
-    monkeypatch.setattr(bootstrap, "YAML_IMPORT_ERROR", ImportError("No module named 'yaml'"))
+    monkeypatch.setattr(pki, "YAML_IMPORT_ERROR", ImportError("No module named 'yaml'"))
     with pytest.raises(FleetError, match="PyYAML Python library is required"):
         bootstrap.discover_hub("https://hub:6443", TOKEN, ca_pins=[REF_CA_PIN], opener=FakeHub({}))
     with pytest.raises(FleetError, match="PyYAML"):

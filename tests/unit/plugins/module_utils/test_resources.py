@@ -44,6 +44,10 @@ class TestContains:
         ({"l": [2, 1]}, {"l": [1, 2]}, False),
         ({"a": None}, {"a": 0}, False),
         ({"a": "1"}, {"a": 1}, False),
+        ({"b": 1}, {"a": None}, True),
+        ({"a": None}, {"a": None}, True),
+        ({"a": {}}, {"a": None}, False),
+        ({"r": {"limits": {"cpu": "1"}}}, {"r": {"limits": None}}, False),
     ])
     def test_contains(self, actual, desired, expected):
         assert resources.contains(actual, desired) is expected
