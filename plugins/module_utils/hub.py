@@ -1,0 +1,281 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a hub needs before members can register with join credentials (DESIGN.md 4.1, 4.2, 4.4, 4.5).
+
+- ``kube-public/cluster-info``: the hub URL and CA members discover (created only when missing;
+  replaced only on request), readable by ``system:anonymous``.
+- Karmada: the bootstrap token group may create CSRs (``system:node-bootstrapper``); optionally
+  the ClusterRoles/Bindings that let Karmada's agent CSR approver approve bootstrap and renewal
+  CSRs, exactly as ``karmadactl init`` creates them.
+- OCM: namespace ``open-cluster-management``, ServiceAccount ``agent-registration-bootstrap``,
+  ClusterRole ``open-cluster-management:bootstrap`` (the rules of ``clusteradm init``) bound to
+  that ServiceAccount and to group ``system:bootstrappers:managedcluster``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import binascii
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+    CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
+)
+
+try:
+    import yaml
+except ImportError:  # pragma: no cover - client.py reports the missing library first
+    yaml = None
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NAME = bootstrap.CLUSTER_INFO.split("/")
+NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/get/list/watch CSRs
+KARMADA_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
+OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
+
+_CLUSTER_INFO_READER = {"karmada": "system:karmada:bootstrap-signer-clusterinfo",
+                        "ocm": "open-cluster-management:bootstrap-signer-clusterinfo"}
+
+
+def _meta(name, namespace=None, labels=None):
+    meta = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(labels)
+    return meta
+
+
+def _rule(group, resource, verbs, names=None):
+    rule = {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+    if names:
+        rule["resourceNames"] = list(names)
+    return rule
+
+
+def _subject(kind, name, namespace=None):
+    if kind == "ServiceAccount":
+        return {"kind": kind, "name": name, "namespace": namespace}
+    return {"apiGroup": RBAC_GROUP, "kind": kind, "name": name}
+
+
+def _role_ref(kind, name):
+    return {"apiGroup": RBAC_GROUP, "kind": kind, "name": name}
+
+
+def _cluster_role(name, rules, labels=None):
+    return CLUSTER_ROLE, {"metadata": _meta(name, labels=labels), "rules": rules}
+
+
+def _cluster_role_binding(name, role, subjects, labels=None):
+    return CLUSTER_ROLE_BINDING, {"metadata": _meta(name, labels=labels), "roleRef": _role_ref("ClusterRole", role),
+                                  "subjects": subjects}
+
+
+def cluster_info_reader(engine):
+    """Role and RoleBinding in kube-public letting ``system:anonymous`` get cluster-info (as kubeadm does)."""
+    name = _CLUSTER_INFO_READER[engine]
+    labels = KARMADA_LABELS if engine == "karmada" else None
+    return [
+        (ROLE, {"metadata": _meta(name, CLUSTER_INFO_NAMESPACE, labels),
+                "rules": [_rule("", "configmaps", ["get"], [CLUSTER_INFO_NAME])]}),
+        (ROLE_BINDING, {"metadata": _meta(name, CLUSTER_INFO_NAMESPACE, labels), "roleRef": _role_ref("Role", name),
+                        "subjects": [_subject("User", "system:anonymous")]}),
+    ]
+
+
+def karmada_objects(csr_auto_approval=True):
+    """``(wanted, unwanted)`` object lists for a Karmada hub (names and rules of ``karmadactl init``)."""
+    group = [_subject("Group", bootstrap.KARMADA_DEFAULT_GROUP)]
+    approval = [
+        _cluster_role("system:karmada:certificatesigningrequest:autoapprover",
+                      [_rule("certificates.k8s.io", "certificatesigningrequests/clusteragent", ["create"])], KARMADA_LABELS),
+        _cluster_role_binding("system:karmada:agent-autoapprove-bootstrap",
+                              "system:karmada:certificatesigningrequest:autoapprover", group, KARMADA_LABELS),
+        _cluster_role("system:karmada:certificatesigningrequest:selfautoapprover",
+                      [_rule("certificates.k8s.io", "certificatesigningrequests/selfclusteragent", ["create"])], KARMADA_LABELS),
+        _cluster_role_binding("system:karmada:agent-autoapprove-certificate-rotation",
+                              "system:karmada:certificatesigningrequest:selfautoapprover",
+                              [_subject("Group", karmada.AGENTS_GROUP)], KARMADA_LABELS),
+    ]
+    wanted = cluster_info_reader("karmada") + [
+        _cluster_role_binding("system:karmada:agent-bootstrap", NODE_BOOTSTRAPPER, group, KARMADA_LABELS),
+    ]
+    return (wanted + approval, []) if csr_auto_approval else (wanted, approval)
+
+
+def ocm_objects():
+    """``(wanted, unwanted)`` object lists for an OCM hub (names and rules of ``clusteradm init``)."""
+    namespace, account = tokens.OCM_NAMESPACE, tokens.OCM_BOOTSTRAP_SA
+    wanted = [
+        (NAMESPACE, {"metadata": _meta(namespace)}),
+        (SERVICE_ACCOUNT, {"metadata": _meta(account, namespace)}),
+        _cluster_role(OCM_BOOTSTRAP_CLUSTER_ROLE, [
+            _rule("", "configmaps", ["get"]),
+            _rule("certificates.k8s.io", "certificatesigningrequests", ["create", "get", "list", "watch"]),
+            _rule("cluster.open-cluster-management.io", "managedclusters", ["get", "create", "list", "watch"]),
+            _rule("cluster.open-cluster-management.io", "managedclustersets/join", ["create"]),
+        ]),
+        _cluster_role_binding(OCM_BOOTSTRAP_CLUSTER_ROLE + ":agent-registration", OCM_BOOTSTRAP_CLUSTER_ROLE,
+                              [_subject("Group", bootstrap.OCM_DEFAULT_GROUP)]),
+        _cluster_role_binding(account, OCM_BOOTSTRAP_CLUSTER_ROLE, [_subject("ServiceAccount", account, namespace)]),
+    ] + cluster_info_reader("ocm")
+    return wanted, []
+
+
+def registration_objects(engine, csr_auto_approval=True):
+    """``(wanted, unwanted)``: objects to ensure and objects to remove for ``engine``."""
+    return karmada_objects(csr_auto_approval) if engine == "karmada" else ocm_objects()
+
+
+# --- cluster-info -------------------------------------------------------------------------------
+
+
+def cluster_info_kubeconfig(server, ca_pem):
+    """The ``kubeconfig`` text of cluster-info as kubeadm writes it: one unnamed cluster, no users."""
+    config = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "", "cluster": {
+            "certificate-authority-data": base64.b64encode(ca_pem.encode("ascii")).decode("ascii"),
+            "server": server}}],
+        "contexts": None, "current-context": "", "preferences": {}, "users": None,
+    }
+    return yaml.safe_dump(config, default_flow_style=False)
+
+
+def _certificates(ca_pem):
+    """The certificates of a PEM bundle, whitespace-normalized, for comparison."""
+    return ["".join(block.split()) for block in bootstrap.PEM_CERT_RE.findall(ca_pem or "")]
+
+
+def published(configmap):
+    """``(server, ca_pem)`` that a cluster-info ConfigMap publishes; ``(None, None)`` when unreadable."""
+    text = ((configmap or {}).get("data") or {}).get(bootstrap.KUBECONFIG_KEY)
+    try:
+        config = yaml.safe_load(text) if text else None
+        cluster = config["clusters"][0]["cluster"]
+        return cluster.get("server"), base64.b64decode(cluster["certificate-authority-data"], validate=True).decode("ascii")
+    except (yaml.YAMLError, TypeError, KeyError, IndexError, AttributeError, binascii.Error, ValueError):
+        return None, None
+
+
+def _pins(ca_pem):
+    try:
+        return bootstrap.pins_of_bundle(ca_pem) if ca_pem else []
+    except FleetError:
+        return []
+
+
+def hub_endpoint(hub, hub_apiserver=None):
+    """``(server, ca_cert_hashes)`` members use: what cluster-info publishes, else the hub connection's.
+
+    ``hub_apiserver`` overrides the server. The pins are those of the published CA (what a joining
+    member verifies), or of the CA that verifies the hub connection when cluster-info is missing.
+    """
+    server, ca_pem = published(resources.get(hub, CONFIG_MAP, CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE))
+    if not server or not ca_pem:
+        server, ca_pem = hub.server, hub.ca_pem
+    return hub_apiserver or server, _pins(ca_pem)
+
+
+def ensure_cluster_info(hub, server, ca_pem, update=False, check_mode=False):
+    """Create cluster-info when missing; when it publishes something else, report it (or replace it).
+
+    Returns ``(outcome, report)``: ``report`` is ``dict(action, server, ca_cert_hashes, matches)`` for
+    what cluster-info publishes after the run, ``action`` created / updated / unchanged / different.
+    """
+    existing = resources.get(hub, CONFIG_MAP, CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE)
+    desired = {"metadata": _meta(CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE),
+               "data": {bootstrap.KUBECONFIG_KEY: cluster_info_kubeconfig(server, ca_pem)}}
+    if existing is not None:
+        current_server, current_ca = published(existing)
+        if current_server == server and _certificates(current_ca) == _certificates(ca_pem):
+            outcome = resources.Outcome(CONFIG_MAP, CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE, "unchanged", existing, existing)
+            return outcome, _report("unchanged", server, ca_pem, True)
+        if not update:
+            outcome = resources.Outcome(CONFIG_MAP, CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE, "unchanged", existing, existing)
+            return outcome, _report("different", current_server, current_ca, False)
+    # Creating, or patching only the kubeconfig key: the bootstrapsigner keeps the jws-kubeconfig-* keys signed.
+    outcome = resources.ensure(hub, CONFIG_MAP, desired, check_mode)
+    return outcome, _report(outcome.action, server, ca_pem, True)
+
+
+def _report(action, server, ca_pem, matches):
+    return {"action": action, "server": server, "ca_cert_hashes": _pins(ca_pem), "matches": matches}
+
+
+# --- the whole set ------------------------------------------------------------------------------
+
+
+def _ensure(hub, kind, desired, check_mode):
+    """``resources.ensure``, except that a binding whose roleRef differs is replaced (roleRef is immutable)."""
+    if kind in (ROLE_BINDING, CLUSTER_ROLE_BINDING):
+        meta = desired["metadata"]
+        existing = resources.get(hub, kind, meta["name"], meta.get("namespace"))
+        if existing is not None and not resources.contains(existing.get("roleRef"), desired["roleRef"]):
+            if check_mode:
+                return resources.Outcome(kind, meta["name"], meta.get("namespace"), "updated", existing, desired)
+            resources.delete(hub, kind, meta["name"], meta.get("namespace"))
+            created = resources.ensure(hub, kind, desired)
+            return resources.Outcome(kind, meta["name"], meta.get("namespace"), "updated", existing, created.after)
+    return resources.ensure(hub, kind, desired, check_mode)
+
+
+def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_approval=True,
+                        update_cluster_info=False, check_mode=False):
+    """Set the hub up for registration with join credentials; return a result dict for the module.
+
+    ``hub_apiserver`` (default: the hub connection's server) and ``ca_pem`` (default: the CA that
+    verifies the hub connection) are what cluster-info publishes. Result keys: ``changed``,
+    ``objects`` ("Kind/ns/name: action" for every object), ``diffs`` (one per changed object),
+    ``cluster_info`` (see :func:`ensure_cluster_info`), ``warnings``, ``hub_apiserver`` and
+    ``ca_cert_hashes`` (the pins of ``ca_pem``).
+    """
+    server = hub_apiserver or hub.server
+    ca_pem = ca_pem or hub.ca_pem
+    if not ca_pem:
+        raise FleetError("cluster '%s': the hub connection has no CA certificate to publish in %s; set hub_ca_cert"
+                         % (hub.name, bootstrap.CLUSTER_INFO))
+    pins = bootstrap.pins_of_bundle(ca_pem)  # refuses a file without certificates
+    info_outcome, report = ensure_cluster_info(hub, server, ca_pem, update_cluster_info, check_mode)
+    wanted, unwanted = registration_objects(engine, csr_auto_approval)
+    outcomes = [info_outcome] + [_ensure(hub, kind, desired, check_mode) for kind, desired in wanted]
+    outcomes += [_delete(hub, kind, desired, check_mode) for kind, desired in unwanted]
+    warnings = []
+    if not report["matches"]:
+        warnings.append(
+            "%s on cluster '%s' publishes server %s (CA %s), not %s (CA %s); members discovering the hub get what it"
+            " publishes. Set update_cluster_info: true to replace it (the bootstrapsigner re-signs it)."
+            % (bootstrap.CLUSTER_INFO, hub.name, report["server"], ", ".join(report["ca_cert_hashes"]) or "unreadable",
+               server, ", ".join(pins)))
+    return _result(outcomes, cluster_info=report, warnings=warnings, hub_apiserver=server, ca_cert_hashes=pins)
+
+
+def _delete(hub, kind, desired, check_mode):
+    meta = desired["metadata"]
+    return resources.delete(hub, kind, meta["name"], meta.get("namespace"), check_mode=check_mode)
+
+
+def remove_registration(hub, engine, check_mode=False):
+    """Remove what :func:`ensure_registration` creates, except cluster-info and namespaces.
+
+    cluster-info is public information other tools rely on; the namespace ``open-cluster-management``
+    also holds the OCM operator. Without the bindings no bootstrap identity can register any more.
+    """
+    wanted, unwanted = registration_objects(engine, csr_auto_approval=True)
+    objects = [(kind, desired) for kind, desired in reversed(wanted + unwanted) if kind is not NAMESPACE]
+    return _result([_delete(hub, kind, desired, check_mode) for kind, desired in objects])
+
+
+def _result(outcomes, **extra):
+    diffs = []
+    for outcome in outcomes:
+        if outcome.changed:
+            diff = outcome.diff()
+            diff.update(before_header=outcome.ref, after_header=outcome.ref)
+            diffs.append(diff)
+    return dict(changed=any(o.changed for o in outcomes), objects=[o.summary() for o in outcomes], diffs=diffs, **extra)

@@ -1,0 +1,317 @@
+"""Hub registration prerequisites on a fake hub (hub.py), and Cluster.ca_pem."""
+
+import base64
+import copy
+import datetime
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+    CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
+)
+
+SERVER = "https://10.0.0.1:6443"
+
+
+def make_ca(name):
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+HUB_CA = make_ca("hub-ca")
+OTHER_CA = make_ca("other-ca")
+
+
+class Hub:
+    """The shared FakeCluster with the hub's server URL and CA."""
+
+    def __init__(self, fake):
+        self.fake = fake
+        self.server = SERVER
+        self.ca_pem = HUB_CA
+
+    def __getattr__(self, name):
+        return getattr(self.fake, name)
+
+
+def at(kind, namespace=None, name=None):
+    return kind.path(namespace, name)
+
+
+INFO_PATH = at(CONFIG_MAP, "kube-public", "cluster-info")
+
+
+@pytest.fixture
+def fake_hub(fake_cluster):
+    return Hub(fake_cluster)
+
+
+def publish(fake, server, ca_pem, extra=None):
+    data = {"kubeconfig": hub.cluster_info_kubeconfig(server, ca_pem)}
+    data.update(extra or {})
+    return fake.add(CONFIG_MAP, {"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": data})
+
+
+def names(result):
+    return [line.rsplit(": ", 1)[0] for line in result["objects"]]
+
+
+def actions(result):
+    return dict(line.rsplit(": ", 1) for line in result["objects"])
+
+
+# --- the objects ----------------------------------------------------------------------------------
+
+
+def test_karmada_objects_are_karmadactl_inits():
+    wanted, unwanted = hub.registration_objects("karmada")
+    assert unwanted == []
+    by_name = dict(((kind.kind, obj["metadata"]["name"]), obj) for kind, obj in wanted)
+    assert set(by_name) == {
+        ("Role", "system:karmada:bootstrap-signer-clusterinfo"),
+        ("RoleBinding", "system:karmada:bootstrap-signer-clusterinfo"),
+        ("ClusterRoleBinding", "system:karmada:agent-bootstrap"),
+        ("ClusterRole", "system:karmada:certificatesigningrequest:autoapprover"),
+        ("ClusterRoleBinding", "system:karmada:agent-autoapprove-bootstrap"),
+        ("ClusterRole", "system:karmada:certificatesigningrequest:selfautoapprover"),
+        ("ClusterRoleBinding", "system:karmada:agent-autoapprove-certificate-rotation"),
+    }
+    assert all(obj["metadata"]["labels"] == {"karmada.io/bootstrapping": "rbac-defaults"} for obj in by_name.values())
+    group = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:bootstrappers:karmada:default-cluster-token"}
+    binding = by_name[("ClusterRoleBinding", "system:karmada:agent-bootstrap")]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-bootstrapper"}
+    assert binding["subjects"] == [group]
+    assert by_name[("ClusterRole", "system:karmada:certificatesigningrequest:autoapprover")]["rules"] == [
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/clusteragent"], "verbs": ["create"]}]
+    assert by_name[("ClusterRole", "system:karmada:certificatesigningrequest:selfautoapprover")]["rules"] == [
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/selfclusteragent"], "verbs": ["create"]}]
+    assert by_name[("ClusterRoleBinding", "system:karmada:agent-autoapprove-bootstrap")]["subjects"] == [group]
+    assert by_name[("ClusterRoleBinding", "system:karmada:agent-autoapprove-certificate-rotation")]["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:karmada:agents"}]
+    reader = by_name[("Role", "system:karmada:bootstrap-signer-clusterinfo")]
+    assert reader["metadata"]["namespace"] == "kube-public"
+    assert reader["rules"] == [{"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cluster-info"], "verbs": ["get"]}]
+    assert by_name[("RoleBinding", "system:karmada:bootstrap-signer-clusterinfo")]["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]
+
+
+def test_karmada_without_auto_approval_removes_the_approver_roles():
+    wanted, unwanted = hub.registration_objects("karmada", csr_auto_approval=False)
+    assert [obj["metadata"]["name"] for _kind, obj in wanted][-1] == "system:karmada:agent-bootstrap"
+    assert sorted(obj["metadata"]["name"] for _kind, obj in unwanted) == [
+        "system:karmada:agent-autoapprove-bootstrap", "system:karmada:agent-autoapprove-certificate-rotation",
+        "system:karmada:certificatesigningrequest:autoapprover", "system:karmada:certificatesigningrequest:selfautoapprover"]
+
+
+def test_ocm_objects_are_clusteradm_inits():
+    wanted, unwanted = hub.registration_objects("ocm")
+    assert unwanted == []
+    by_name = dict(((kind.kind, obj["metadata"]["name"]), obj) for kind, obj in wanted)
+    assert by_name[("ServiceAccount", "agent-registration-bootstrap")]["metadata"]["namespace"] == "open-cluster-management"
+    assert ("Namespace", "open-cluster-management") in by_name
+    # The rules of the reference dump (ClusterRole open-cluster-management:bootstrap as clusteradm init makes it).
+    assert by_name[("ClusterRole", "open-cluster-management:bootstrap")]["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["create", "get", "list", "watch"]},
+        {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclusters"], "verbs": ["get", "create", "list", "watch"]},
+        {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclustersets/join"], "verbs": ["create"]},
+    ]
+    role_ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "open-cluster-management:bootstrap"}
+    token_binding = by_name[("ClusterRoleBinding", "open-cluster-management:bootstrap:agent-registration")]
+    assert token_binding["roleRef"] == role_ref
+    assert token_binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:bootstrappers:managedcluster"}]
+    sa_binding = by_name[("ClusterRoleBinding", "agent-registration-bootstrap")]
+    assert sa_binding["roleRef"] == role_ref
+    assert sa_binding["subjects"] == [{"kind": "ServiceAccount", "name": "agent-registration-bootstrap", "namespace": "open-cluster-management"}]
+    assert ("RoleBinding", "open-cluster-management:bootstrap-signer-clusterinfo") in by_name
+
+
+def test_cluster_info_kubeconfig_is_kubeadms_shape():
+    config = yaml.safe_load(hub.cluster_info_kubeconfig(SERVER, HUB_CA))
+    assert config["clusters"] == [{"name": "", "cluster": {
+        "server": SERVER, "certificate-authority-data": base64.b64encode(HUB_CA.encode()).decode()}}]
+    assert (config["users"], config["contexts"], config["current-context"]) == (None, None, "")
+    assert hub.published({"data": {"kubeconfig": hub.cluster_info_kubeconfig(SERVER, HUB_CA)}}) == (SERVER, HUB_CA)
+
+
+@pytest.mark.parametrize("configmap", [None, {}, {"data": {}}, {"data": {"kubeconfig": "{{{"}},
+                                       {"data": {"kubeconfig": "clusters: []"}},
+                                       {"data": {"kubeconfig": "clusters: [{cluster: {server: x, certificate-authority-data: '@@'}}]"}}])
+def test_published_tolerates_anything(configmap):
+    assert hub.published(configmap) == (None, None)
+
+
+# --- ensure ---------------------------------------------------------------------------------------
+
+
+def test_creates_everything_then_nothing_changes(fake_hub):
+    result = hub.ensure_registration(fake_hub, "karmada")
+    assert result["changed"] and set(actions(result).values()) == {"created"}
+    assert names(result)[0] == "ConfigMap/kube-public/cluster-info"
+    assert result["cluster_info"] == {"action": "created", "server": SERVER, "ca_cert_hashes": [bootstrap.ca_pin(HUB_CA)],
+                                      "matches": True}
+    assert (result["hub_apiserver"], result["ca_cert_hashes"]) == (SERVER, [bootstrap.ca_pin(HUB_CA)])
+    assert hub.published(fake_hub.objects[INFO_PATH]) == (SERVER, HUB_CA)
+    assert len(result["diffs"]) == len(result["objects"]) and result["diffs"][0]["before"] == {}
+    assert result["diffs"][1]["after_header"] == "Role/kube-public/system:karmada:bootstrap-signer-clusterinfo"
+    again = hub.ensure_registration(fake_hub, "karmada")
+    assert not again["changed"] and set(actions(again).values()) == {"unchanged"} and again["diffs"] == []
+    assert again["warnings"] == []
+
+
+def test_check_mode_writes_nothing(fake_hub):
+    result = hub.ensure_registration(fake_hub, "ocm", check_mode=True)
+    assert result["changed"] and set(actions(result).values()) == {"created"}
+    assert fake_hub.objects == {}
+    assert all(query == {"dryRun": "All"} for method, _path, query in fake_hub.calls if method != "GET")
+
+
+def test_ocm_creates_namespace_first(fake_hub):
+    result = hub.ensure_registration(fake_hub, "ocm")
+    assert names(result)[:3] == ["ConfigMap/kube-public/cluster-info", "Namespace/open-cluster-management",
+                                 "ServiceAccount/open-cluster-management/agent-registration-bootstrap"]
+    assert at(NAMESPACE, name="open-cluster-management") in fake_hub.objects
+
+
+def test_explicit_server_and_ca(fake_hub):
+    result = hub.ensure_registration(fake_hub, "karmada", "https://hub.example.com:6443", OTHER_CA)
+    assert hub.published(fake_hub.objects[INFO_PATH]) == ("https://hub.example.com:6443", OTHER_CA)
+    assert result["ca_cert_hashes"] == [bootstrap.ca_pin(OTHER_CA)]
+
+
+def test_existing_cluster_info_is_kept_and_reported(fake_hub):
+    stored = publish(fake_hub, "https://old:6443", OTHER_CA, {"jws-kubeconfig-abcdef": "x..y"})
+    result = hub.ensure_registration(fake_hub, "karmada")
+    assert actions(result)["ConfigMap/kube-public/cluster-info"] == "unchanged"
+    assert result["cluster_info"] == {"action": "different", "server": "https://old:6443",
+                                      "ca_cert_hashes": [bootstrap.ca_pin(OTHER_CA)], "matches": False}
+    assert fake_hub.objects[INFO_PATH] == stored
+    assert len(result["warnings"]) == 1
+    warning = result["warnings"][0]
+    assert "publishes server https://old:6443" in warning and "not %s" % SERVER in warning
+    assert "update_cluster_info: true" in warning and "cluster 'hub'" in warning
+
+
+def test_update_cluster_info_replaces_only_the_kubeconfig(fake_hub):
+    publish(fake_hub, "https://old:6443", OTHER_CA, {"jws-kubeconfig-abcdef": "x..y"})
+    checked = hub.ensure_registration(fake_hub, "karmada", update_cluster_info=True, check_mode=True)
+    assert checked["cluster_info"]["action"] == "updated"
+    assert hub.published(fake_hub.objects[INFO_PATH])[0] == "https://old:6443"
+    result = hub.ensure_registration(fake_hub, "karmada", update_cluster_info=True)
+    assert result["cluster_info"] == {"action": "updated", "server": SERVER, "ca_cert_hashes": [bootstrap.ca_pin(HUB_CA)],
+                                      "matches": True}
+    assert result["warnings"] == []
+    stored = fake_hub.objects[INFO_PATH]
+    assert hub.published(stored) == (SERVER, HUB_CA) and stored["data"]["jws-kubeconfig-abcdef"] == "x..y"
+
+
+def test_same_content_in_another_layout_is_unchanged(fake_hub):
+    ca_data = base64.b64encode(("\n" + HUB_CA + "\n").encode()).decode()
+    text = "apiVersion: v1\nkind: Config\nclusters:\n- name: ''\n  cluster: {server: '%s', certificate-authority-data: %s}\n" % (SERVER, ca_data)
+    fake_hub.add(CONFIG_MAP, {"metadata": {"name": "cluster-info", "namespace": "kube-public"}, "data": {"kubeconfig": text}})
+    result = hub.ensure_registration(fake_hub, "karmada")
+    assert result["cluster_info"]["action"] == "unchanged" and result["cluster_info"]["matches"]
+
+
+def test_turning_auto_approval_off_deletes_the_roles(fake_hub):
+    hub.ensure_registration(fake_hub, "karmada")
+    result = hub.ensure_registration(fake_hub, "karmada", csr_auto_approval=False)
+    assert actions(result)["ClusterRole/system:karmada:certificatesigningrequest:autoapprover"] == "deleted"
+    assert actions(result)["ClusterRoleBinding/system:karmada:agent-bootstrap"] == "unchanged"
+    assert at(CLUSTER_ROLE, name="system:karmada:certificatesigningrequest:selfautoapprover") not in fake_hub.objects
+    assert result["changed"]
+    assert not hub.ensure_registration(fake_hub, "karmada", csr_auto_approval=False)["changed"]
+
+
+def test_a_binding_with_another_role_is_replaced(fake_hub):
+    # Newer karmadactl init binds the group to system:karmada:cluster-bootstrapper under the same name.
+    path = at(CLUSTER_ROLE_BINDING, name="system:karmada:agent-bootstrap")
+    fake_hub.add(CLUSTER_ROLE_BINDING, {"metadata": {"name": "system:karmada:agent-bootstrap"},
+                                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                                    "name": "system:karmada:cluster-bootstrapper"},
+                                        "subjects": [{"kind": "Group", "name": "system:bootstrappers:karmada:default-cluster-token"}]})
+    before = copy.deepcopy(fake_hub.objects[path])
+    checked = hub.ensure_registration(fake_hub, "karmada", check_mode=True)
+    assert actions(checked)["ClusterRoleBinding/system:karmada:agent-bootstrap"] == "updated"
+    assert fake_hub.objects[path] == before
+    result = hub.ensure_registration(fake_hub, "karmada")
+    assert actions(result)["ClusterRoleBinding/system:karmada:agent-bootstrap"] == "updated"
+    assert fake_hub.objects[path]["roleRef"]["name"] == "system:node-bootstrapper"
+    assert ("DELETE", path, {}) in fake_hub.calls
+
+
+def test_a_binding_with_other_subjects_is_patched(fake_hub):
+    path = at(ROLE_BINDING, "kube-public", "system:karmada:bootstrap-signer-clusterinfo")
+    hub.ensure_registration(fake_hub, "karmada")
+    fake_hub.objects[path]["subjects"] = [{"kind": "User", "name": "someone"}]
+    result = hub.ensure_registration(fake_hub, "karmada")
+    assert actions(result)["RoleBinding/kube-public/system:karmada:bootstrap-signer-clusterinfo"] == "updated"
+    assert fake_hub.objects[path]["subjects"][0]["name"] == "system:anonymous"
+
+
+def test_no_ca_known(fake_hub):
+    fake_hub.ca_pem = None
+    with pytest.raises(FleetError, match="cluster 'hub': the hub connection has no CA certificate .*; set hub_ca_cert"):
+        hub.ensure_registration(fake_hub, "karmada")
+    with pytest.raises(FleetError, match="no PEM certificate"):
+        hub.ensure_registration(fake_hub, "karmada", ca_pem="not a certificate")
+
+
+# --- remove ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["karmada", "ocm"])
+def test_remove_keeps_cluster_info_and_namespace(fake_hub, engine):
+    hub.ensure_registration(fake_hub, engine)
+    checked = hub.remove_registration(fake_hub, engine, check_mode=True)
+    assert checked["changed"] and len(fake_hub.objects) > 3
+    result = hub.remove_registration(fake_hub, engine)
+    assert set(actions(result).values()) == {"deleted"}
+    left = sorted(fake_hub.objects)
+    assert left == sorted([INFO_PATH] + ([at(NAMESPACE, name="open-cluster-management")] if engine == "ocm" else []))
+    assert set(actions(hub.remove_registration(fake_hub, engine)).values()) == {"absent"}
+    kinds = {line.split("/")[0] for line in result["objects"]}
+    assert kinds <= {ROLE.kind, ROLE_BINDING.kind, CLUSTER_ROLE.kind, CLUSTER_ROLE_BINDING.kind, SERVICE_ACCOUNT.kind}
+
+
+# --- what members are told ------------------------------------------------------------------------
+
+
+def test_hub_endpoint_prefers_cluster_info(fake_hub):
+    assert hub.hub_endpoint(fake_hub) == (SERVER, [bootstrap.ca_pin(HUB_CA)])
+    publish(fake_hub, "https://public:6443", OTHER_CA)
+    assert hub.hub_endpoint(fake_hub) == ("https://public:6443", [bootstrap.ca_pin(OTHER_CA)])
+    assert hub.hub_endpoint(fake_hub, "https://lb:443") == ("https://lb:443", [bootstrap.ca_pin(OTHER_CA)])
+
+
+def test_hub_endpoint_without_any_ca(fake_hub):
+    fake_hub.ca_pem = None
+    assert hub.hub_endpoint(fake_hub) == (SERVER, [])
+
+
+def test_cluster_ca_pem_from_kubeconfig_data_or_file(tmp_path):
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "c", "cluster": {"server": "https://10.9.9.9:6443",
+                                                     "certificate-authority-data": base64.b64encode(HUB_CA.encode()).decode()}}],
+              "users": [{"name": "u", "user": {"token": "t"}}],
+              "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}
+    assert client.get_cluster({"kubeconfig": config}, "unit-ca-data").ca_pem == HUB_CA
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_text(OTHER_CA)
+    assert client.get_cluster({"kubeconfig": config, "ca_cert": str(ca_file)}, "unit-ca-file").ca_pem == OTHER_CA
+    insecure = copy.deepcopy(config)
+    insecure["clusters"][0]["cluster"] = {"server": "https://10.9.9.9:6443", "insecure-skip-tls-verify": True}
+    assert client.get_cluster({"kubeconfig": insecure}, "unit-ca-none").ca_pem is None
