@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Push registration with a Karmada hub (``karmadactl join`` / ``unjoin``), idempotent and re-runnable.
+
+A join runs in this order (DESIGN.md 4.3):
+
+1. Read only: the member's cluster id (its ``kube-system`` UID) and every Cluster on the hub. Any
+   conflict (the member registered under another name, the name taken by another cluster, a Pull
+   cluster of that name) stops the run before anything is written.
+2. Member: namespace, both ServiceAccounts, ClusterRole and ClusterRoleBinding, the token Secrets;
+   then wait until Kubernetes' token controller has filled in both tokens.
+3. Hub: namespace, the Cluster, then the two Secrets, each written once and already carrying its
+   ownerReference to the Cluster's uid.
+
+The Cluster goes before its Secrets so that no hub Secret ever exists without its owner: a run that
+stops anywhere leaves either nothing on the hub or a Cluster whose Secrets the next run creates (or
+re-points, when the Cluster was re-created with a new uid). Every step is an ``ensure``, so a
+re-run with the same input writes nothing and a changed input (region, zones, endpoint, a rotated
+member token) updates just the objects it affects. Karmada's controller reports the Cluster not
+ready during the moment its Secrets do not exist yet, and retries.
+
+An unjoin deletes the Cluster and waits until Karmada's controller has released it (with ``force``,
+after the timeout, it removes the finalizers itself), then the hub Secrets, then the member objects.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+    CLUSTER_ROLE, CLUSTER_ROLE_BINDING, MERGE_PATCH, NAMESPACE, SECRET, SERVICE_ACCOUNT, Outcome,
+)
+
+# Check mode cannot know a token the member has not minted yet; the planned hub Secrets carry this.
+PLANNED = base64.b64encode(b"(minted by the member's token controller)").decode()
+
+
+def validate(params):
+    """Check the options before any request; raise :class:`FleetError` on the first problem."""
+    karmada.validate_cluster_name(params["cluster_name"])
+    karmada.validate_cluster_namespace(params["cluster_namespace"])
+    if params.get("zones"):
+        karmada.validate_zones(params["zones"])
+    if params.get("api_endpoint"):
+        karmada.validate_api_endpoint(params["api_endpoint"])
+    if params.get("proxy_url"):
+        karmada.validate_proxy_url(params["proxy_url"])
+    if params.get("wait_timeout") is not None and params["wait_timeout"] < 1:
+        raise FleetError("wait_timeout must be at least 1 second, got %s" % params["wait_timeout"])
+
+
+def member_cluster_id(member):
+    """The cluster id Karmada uses: the UID of the member's ``kube-system`` namespace."""
+    namespace = resources.get(member, NAMESPACE, "kube-system")
+    if namespace is None:
+        raise FleetError("cluster '%s' has no kube-system namespace to take its cluster id from" % member.name)
+    return namespace["metadata"]["uid"]
+
+
+def registered_cluster(hub, name, cluster_id):
+    """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id``."""
+    existing = None
+    for obj in resources.list_objects(hub, CLUSTER):
+        other = obj["metadata"]["name"]
+        if other == name:
+            existing = obj
+        elif (obj.get("spec") or {}).get("id") == cluster_id:
+            raise FleetError("the member (cluster id %s) is already registered on the hub as Cluster '%s'; use "
+                             "cluster_name=%s, or unjoin '%s' first" % (cluster_id, other, other, other))
+    if existing is not None:
+        spec = existing.get("spec") or {}
+        if spec.get("syncMode") != "Push":
+            raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "
+                             "state=absent before joining it in Push mode" % (name, spec.get("syncMode")))
+        if spec.get("id") != cluster_id:
+            raise FleetError("Cluster '%s' on the hub belongs to another cluster (id %s; this member's id is %s); "
+                             "choose another cluster_name, or unjoin '%s' first" % (name, spec.get("id"), cluster_id, name))
+    return existing
+
+
+def desired_cluster(params, cluster_id, member, existing):
+    """The Cluster to ensure: options left unset follow the member connection or stay unmanaged."""
+    proxy_url = params.get("proxy_url")
+    if proxy_url is None:
+        proxy_url = member.proxy
+    insecure = params.get("insecure_skip_tls_verification")
+    if insecure is None:
+        insecure = not member.verifies_tls
+    desired = karmada.push_cluster(
+        params["cluster_name"], cluster_id, params.get("api_endpoint") or member.server, params["cluster_namespace"],
+        insecure_skip_tls_verification=insecure, proxy_url=proxy_url, provider=params.get("provider"),
+        region=params.get("region"), zones=params.get("zones"))
+    current = (existing or {}).get("spec") or {}
+    # None removes a field with the merge patch; a field that is not there needs no removal.
+    desired["spec"] = dict((k, v) for k, v in desired["spec"].items() if v is not None or current.get(k))
+    return desired
+
+
+def ensure_namespace(cluster, name, check_mode, timeout):
+    """Ensure the credential namespace; one still being deleted (a recent unjoin) is waited out first."""
+    current = resources.get(cluster, NAMESPACE, name)
+    if current is not None and current["metadata"].get("deletionTimestamp") and not check_mode:
+        resources.wait_until_gone(cluster, NAMESPACE, name, timeout=timeout)
+    return resources.ensure(cluster, NAMESPACE, karmada.system_namespace(name), check_mode)
+
+
+def _ensure_member(member, name, namespace, check_mode, timeout):
+    service_account = karmada.service_account_name(name)
+    outcomes = [ensure_namespace(member, namespace, check_mode, timeout)]
+    plan = [
+        (SERVICE_ACCOUNT, karmada.member_service_account(service_account, namespace)),
+        (SERVICE_ACCOUNT, karmada.member_service_account(karmada.IMPERSONATOR_SERVICE_ACCOUNT, namespace)),
+        (CLUSTER_ROLE, karmada.member_cluster_role(name)),
+        (CLUSTER_ROLE_BINDING, karmada.member_cluster_role_binding(name, namespace)),
+        (SECRET, karmada.service_account_token_secret(service_account, namespace)),
+        (SECRET, karmada.service_account_token_secret(karmada.IMPERSONATOR_SERVICE_ACCOUNT, namespace)),
+    ]
+    return outcomes + [resources.ensure(member, kind, desired, check_mode) for kind, desired in plan]
+
+
+def wait_for_token(member, service_account, namespace, timeout):
+    """(data, recreated): the ServiceAccount's token Secret once the token controller has filled it in.
+
+    A Secret the token controller removed meanwhile (its ServiceAccount was re-created, so its token
+    was void) is created again, as karmadactl does; ``recreated`` says so.
+    """
+    found = {"recreated": False}
+
+    def filled():
+        account = resources.get(member, SERVICE_ACCOUNT, service_account, namespace)
+        secret = resources.get(member, SECRET, service_account, namespace)
+        if account is None:
+            return False, "ServiceAccount %s/%s does not exist" % (namespace, service_account)
+        if secret is None:
+            resources.ensure(member, SECRET, karmada.service_account_token_secret(service_account, namespace))
+            found["recreated"] = True
+            return False, "the token Secret was missing and has been created again"
+        annotations = secret["metadata"].get("annotations") or {}
+        if not (secret.get("data") or {}).get(karmada.TOKEN_KEY):
+            return False, "no token in the Secret yet"
+        if annotations.get(karmada.SERVICE_ACCOUNT_UID_ANNOTATION) != account["metadata"]["uid"]:
+            return False, "the Secret's token belongs to an earlier ServiceAccount of that name"
+        found["data"] = secret["data"]
+        return True, None
+    try:
+        resources.wait_until(filled, timeout, "the token of ServiceAccount %s/%s on cluster '%s'"
+                             % (namespace, service_account, member.name))
+    except WaitTimeout as exc:
+        raise FleetError("%s; the member's kube-controller-manager must run its serviceaccount-token controller"
+                         % exc.msg, **exc.details)
+    return found["data"], found["recreated"]
+
+
+def _credentials(member, member_outcomes, params, check_mode, hide):
+    """(cluster Secret data, impersonator Secret data) for the hub, base64 encoded.
+
+    A token Secret created again while waiting replaces its outcome in ``member_outcomes``.
+    """
+    namespace, timeout = params["cluster_namespace"], params["wait_timeout"]
+    tokens = {}
+    for index, outcome in enumerate(member_outcomes):
+        if outcome.kind is SECRET:
+            account = outcome.name
+            if check_mode:
+                tokens[account] = (outcome.before or {}).get("data") or {}
+                continue
+            tokens[account], recreated = wait_for_token(member, account, namespace, timeout)
+            if recreated:
+                member_outcomes[index] = Outcome(SECRET, account, namespace, "created", outcome.before)
+    for data in tokens.values():
+        if data.get(karmada.TOKEN_KEY):
+            hide(data[karmada.TOKEN_KEY])
+            hide(base64.b64decode(data[karmada.TOKEN_KEY]).decode("utf-8", "replace"))
+    cluster_token = tokens[karmada.service_account_name(params["cluster_name"])]
+    impersonator_token = tokens[karmada.IMPERSONATOR_SERVICE_ACCOUNT]
+    # The CA the member connection trusts, else the cluster's root CA the token controller stored.
+    ca = member.ca_pem
+    ca = base64.b64encode(ca.encode()).decode() if ca else cluster_token.get("ca.crt")
+    if not ca and not check_mode:
+        raise FleetError("cannot tell which CA signs the API server of cluster '%s': set ca_cert in the member option"
+                         % member.name)
+    return ({karmada.CA_KEY: ca or PLANNED, karmada.TOKEN_KEY: cluster_token.get(karmada.TOKEN_KEY) or PLANNED},
+            {karmada.TOKEN_KEY: impersonator_token.get(karmada.TOKEN_KEY) or PLANNED})
+
+
+def join(hub, member, params, check_mode=False, hide=lambda value: None):
+    """Create or reconcile everything a Push member needs; return the module result.
+
+    ``params`` holds the module options; ``hide(value)`` is called with every token read from the
+    member so the caller can keep it out of any output.
+    """
+    validate(params)
+    name, namespace = params["cluster_name"], params["cluster_namespace"]
+    cluster_id = member_cluster_id(member)
+    existing = registered_cluster(hub, name, cluster_id)
+
+    member_outcomes = _ensure_member(member, name, namespace, check_mode, params["wait_timeout"])
+    cluster_data, impersonator_data = _credentials(member, member_outcomes, params, check_mode, hide)
+
+    hub_outcomes = [ensure_namespace(hub, namespace, check_mode, params["wait_timeout"])]
+    cluster_outcome = resources.ensure(hub, CLUSTER, desired_cluster(params, cluster_id, member, existing), check_mode)
+    hub_outcomes.append(cluster_outcome)
+    owner = cluster_outcome.after
+    for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
+        hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
+                                             check_mode))
+
+    cluster = cluster_outcome.after
+    if params.get("wait") and not check_mode:
+        try:
+            cluster = resources.wait_for_condition(hub, CLUSTER, name, condition_type="Ready",
+                                                   timeout=params["wait_timeout"])
+        except WaitTimeout as exc:
+            raise FleetError("%s. Karmada's controller sets Ready once it reaches %s with the stored token: check that "
+                             "karmada-controller-manager runs and that the hub can reach that endpoint"
+                             % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
+    return _result([("member", member_outcomes), ("hub", hub_outcomes)], cluster=resources.presentable(cluster),
+                   cluster_id=cluster_id, diff=cluster_outcome.diff())
+
+
+def _result(groups, **result):
+    """The module result; ``groups`` are (where, outcomes) in the order they happened.
+
+    Each change line names the cluster it happened on: ``member Namespace/karmada-cluster: created``.
+    """
+    outcomes = [(where, o) for where, group in groups for o in group]
+    return dict(result, changed=any(o.changed for _where, o in outcomes),
+                changes=["%s %s" % (where, o.summary()) for where, o in outcomes])
+
+
+def remove_finalizers(cluster, kind, obj, finalizers=None):
+    """Drop ``finalizers`` (all when None) from ``obj``; an :class:`Outcome` ``updated``, or None if nothing to do."""
+    metadata = obj["metadata"]
+    name, namespace = metadata["name"], metadata.get("namespace")
+    for _attempt in range(resources.CONFLICT_RETRIES):
+        current = obj["metadata"].get("finalizers") or []
+        keep = [f for f in current if finalizers is not None and f not in finalizers]
+        if keep == current:
+            return None
+        patch = {"metadata": {"finalizers": keep, "resourceVersion": obj["metadata"]["resourceVersion"]}}
+        try:
+            after = cluster.request("PATCH", kind.path(namespace, name), body=patch, content_type=MERGE_PATCH)
+        except NotFound:
+            return None
+        except Conflict:
+            obj = resources.get(cluster, kind, name, namespace)
+            if obj is None:
+                return None
+            continue
+        return Outcome(kind, name, namespace, "updated", obj, after)
+    raise FleetError("cluster '%s': %s kept changing while its finalizers were being removed; try again"
+                     % (cluster.name, kind.ref(name, namespace)))
+
+
+def release_cluster(hub, name):
+    """Remove the finalizers that hold a deleted Cluster, in Karmada's order (DESIGN.md 4.3).
+
+    The execution controller's finalizer on the Works in ``karmada-es-<cluster>``, then that namespace
+    (its finalizers removed, deleted), then the cluster controller's finalizer on the Cluster.
+    """
+    outcomes = []
+    execution_space = karmada.execution_namespace(name)
+    for work in resources.list_objects(hub, WORK, execution_space):
+        outcomes.append(remove_finalizers(hub, WORK, work, [karmada.EXECUTION_FINALIZER]))
+    space = resources.get(hub, NAMESPACE, execution_space)
+    if space is not None:
+        outcomes.append(remove_finalizers(hub, NAMESPACE, space))
+        if not space["metadata"].get("deletionTimestamp"):
+            outcomes.append(resources.delete(hub, NAMESPACE, execution_space))
+    cluster = resources.get(hub, CLUSTER, name)
+    if cluster is not None:
+        outcomes.append(remove_finalizers(hub, CLUSTER, cluster, [karmada.CLUSTER_FINALIZER]))
+    return [o for o in outcomes if o is not None]
+
+
+def _delete_cluster(hub, name, params, check_mode):
+    outcome = resources.delete(hub, CLUSTER, name, check_mode=check_mode)
+    outcomes = [outcome]
+    if outcome.action != "deleted" or check_mode:
+        return outcomes
+    timeout = params["wait_timeout"]
+    try:
+        resources.wait_until_gone(hub, CLUSTER, name, timeout=timeout)
+    except WaitTimeout as exc:
+        if not params.get("force"):
+            raise FleetError("%s. Karmada's controller removes its finalizers once it has cleaned up the member; check "
+                             "that karmada-controller-manager runs, or re-run with force=true to remove them"
+                             % exc.msg, **exc.details)
+        outcomes += release_cluster(hub, name)
+        resources.wait_until_gone(hub, CLUSTER, name, timeout=timeout)
+    return outcomes
+
+
+def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
+    """Remove a Push member: the Cluster (waiting for Karmada to release it), hub Secrets, member objects.
+
+    ``member`` may be None: the member objects then stay, with a warning through ``warn``.
+    """
+    validate(params)
+    name, namespace = params["cluster_name"], params["cluster_namespace"]
+    existing = resources.get(hub, CLUSTER, name)
+    spec = (existing or {}).get("spec") or {}
+    if existing is not None and spec.get("syncMode") != "Push":
+        raise FleetError("Cluster '%s' is registered in %s mode; unregister it with multicluster.fleet.cluster_register "
+                         "state=absent" % (name, spec.get("syncMode")))
+    cluster_id = spec.get("id")
+    if member is not None:
+        try:
+            cluster_id = member_cluster_id(member)
+        except ClusterError as exc:
+            raise FleetError("%s; to unjoin without cleaning up the member, leave out the member option" % exc.msg,
+                             **exc.details)
+        if spec.get("id") and spec["id"] != cluster_id:
+            raise FleetError("Cluster '%s' on the hub is cluster id %s, but the member credentials reach cluster id %s; "
+                             "refusing to clean up a different cluster" % (name, spec["id"], cluster_id))
+
+    hub_outcomes = _delete_cluster(hub, name, params, check_mode)
+    for secret_name in (name, karmada.impersonator_secret_name(name)):
+        hub_outcomes.append(resources.delete(hub, SECRET, secret_name, namespace, check_mode=check_mode))
+    member_outcomes = []
+    if member is None:
+        warn("no member credentials given: the member objects of '%s' (namespace %s, ServiceAccounts, ClusterRole and "
+             "ClusterRoleBinding %s) stay on the member cluster" % (name, namespace, karmada.cluster_role_name(name)))
+    else:
+        role = karmada.cluster_role_name(name)
+        for kind, object_name, object_namespace in (
+                (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
+                (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
+            member_outcomes.append(resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode,
+                                                    wait=True, timeout=params["wait_timeout"]))
+    return _result([("hub", hub_outcomes), ("member", member_outcomes)], cluster=resources.presentable(existing),
+                   cluster_id=cluster_id, diff={"before": resources.presentable(existing) or {}, "after": {}})
