@@ -1,0 +1,289 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Accepting registering member clusters on the hub, as ``clusteradm accept`` and manual Karmada CSR
+approval do, but checked and idempotent.
+
+For each cluster: find its agent's CSRs (OCM: label ``open-cluster-management.io/cluster-name``;
+Karmada: CN ``system:karmada:agent:<cluster>``, or karmadactl's CSR name ``<cluster>-xxxxx``), check
+every pending one with :func:`csr.check`, approve those that pass through the ``approval``
+subresource, optionally deny those that fail, and for OCM set ``ManagedCluster.spec.hubAcceptsClient``.
+A cluster whose CSRs come from several requesters gets nothing approved unless ``requesters`` names
+the ones to trust. Check mode sends every write as a server-side dry run.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import datetime
+import re
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+
+APPROVED_REASON = "MulticlusterFleetApproved"
+DENIED_REASON = "MulticlusterFleetDenied"
+KARMADA_SYSTEM_LABEL = "karmada.io/system"
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_NAME = {"karmada": 48, "ocm": 63}
+POLL_INTERVAL = 1.0
+
+
+def check_cluster_names(engine, clusters):
+    """FleetError unless every name can be a member cluster of ``engine`` (DNS-1123 label, length)."""
+    if not clusters:
+        raise FleetError("clusters is empty: name the member clusters to accept")
+    for name in clusters:
+        if not NAME_RE.match(name or "") or len(name) > MAX_NAME[engine]:
+            raise FleetError("cluster name %r is invalid: a %s cluster name is a DNS-1123 label of 1-%d characters"
+                             % (name, engine, MAX_NAME[engine]))
+        if engine == "karmada" and karmada.agent_user(name) == csrs.KARMADA_RBAC_GENERATOR:
+            raise FleetError("refusing cluster name %r: %s is karmadactl's all-powerful helper identity, not an agent's"
+                             % (name, csrs.KARMADA_RBAC_GENERATOR))
+
+
+def belongs_to(engine, cluster, csr, common_name):
+    """True when ``csr`` (asking for ``common_name``) claims to be the agent CSR of ``cluster``.
+
+    Whether it may be approved is another matter (:func:`csr.check`).
+    """
+    metadata = csr.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    if engine == "ocm":
+        return labels.get(ocm.CLUSTER_NAME_LABEL) == cluster and ocm.ADDON_NAME_LABEL not in labels
+    if common_name == karmada.agent_user(cluster):
+        return True
+    # karmadactl register names the CSR <cluster>-<5 random characters> and labels it karmada.io/system.
+    return (labels.get(KARMADA_SYSTEM_LABEL) == "true"
+            and re.match(r"^%s-[a-z0-9]{5}$" % re.escape(cluster), metadata.get("name") or "") is not None)
+
+
+class ClusterPlan:
+    """What one cluster's CSRs and member object say, and what accepting it takes."""
+
+    def __init__(self, engine, name, found, member, requesters=None):
+        self.engine = engine
+        self.name = name
+        self.member = member  # the ManagedCluster (OCM) or Cluster (Karmada), or None
+        self.approve = []  # pending CSRs to approve
+        self.rejected = []  # (csr, reasons, deniable)
+        self.approved_before = []  # approved CSRs that meet every rule
+        self.warnings = []
+        acceptable = []
+        for item in found:
+            state = csrs.state(item)
+            if state == csrs.PENDING:
+                reasons = csrs.check(engine, name, item)
+                if not reasons and requesters and csrs.requester(item) not in requesters:
+                    reasons = ["requester %s is not one of requesters (%s)" % (csrs.requester(item), ", ".join(requesters))]
+                if reasons:
+                    self.rejected.append((item, reasons, True))
+                else:
+                    acceptable.append(item)
+            elif state == csrs.APPROVED:
+                reasons = csrs.check(engine, name, item)
+                if reasons:
+                    self.warnings.append("cluster %s: CSR %s was approved earlier, not by this module, although: %s"
+                                         % (name, csrs.name_of(item), "; ".join(reasons)))
+                else:
+                    self.approved_before.append(item)
+        who = sorted({csrs.requester(item) for item in acceptable})
+        if len(who) > 1 and not requesters:
+            reason = ("several requesters ask for cluster %s (%s): approving none; name the one to trust in requesters"
+                      % (name, ", ".join(who)))
+            self.rejected += [(item, [reason], False) for item in acceptable]
+        else:
+            self.approve = acceptable
+
+    @property
+    def hub_accepts_client(self):
+        return bool(((self.member or {}).get("spec") or {}).get("hubAcceptsClient"))
+
+    @property
+    def certified_before(self):
+        """The agent got a certificate before: an approved CSR that meets the rules, or it joined with one."""
+        if self.approved_before:
+            return True
+        if self.engine == "ocm":
+            return resources.condition_is(self.member, ocm.JOINED)
+        return ((self.member or {}).get("spec") or {}).get("syncMode") == "Pull"
+
+    @property
+    def accepted(self):
+        """Nothing left to do: no CSR to approve, and the agent certified (OCM: and hubAcceptsClient set)."""
+        if self.approve or not self.certified_before:
+            return False
+        return self.engine == "karmada" or self.hub_accepts_client
+
+    @property
+    def ready(self):
+        """Nothing more to wait for: accepted already, or something to decide now."""
+        if self.accepted or any(not deniable for _csr, _reasons, deniable in self.rejected):
+            return True
+        return bool(self.approve) and (self.engine == "karmada" or self.member is not None)
+
+    def problem(self):
+        """Why the cluster is not (or would not be) accepted, for messages."""
+        if any(not deniable for _csr, _reasons, deniable in self.rejected):
+            return self.rejected[-1][1][0]
+        if not (self.approve or self.certified_before):
+            if self.rejected:
+                return "no acceptable CSR; refused: %s" % "; ".join(
+                    "%s (%s)" % (csrs.name_of(item), ", ".join(reasons)) for item, reasons, _deniable in self.rejected)
+            return "no pending CSR from its agent yet"
+        return "ManagedCluster %s does not exist on the hub yet (the klusterlet creates it when it joins)" % self.name
+
+
+def read_plans(hub, engine, clusters, requesters=None):
+    """One list of CSRs plus each cluster's member object, turned into a :class:`ClusterPlan` per cluster."""
+    selector = None
+    if engine == "ocm":
+        selector = "%s in (%s),!%s" % (ocm.CLUSTER_NAME_LABEL, ",".join(clusters), ocm.ADDON_NAME_LABEL)
+    items = [(item, csrs.common_name(item)) for item in resources.list_objects(hub, resources.CSR, label_selector=selector)]
+    kind = ocm.MANAGED_CLUSTER if engine == "ocm" else karmada.CLUSTER
+    plans = []
+    for name in clusters:
+        found = sorted((item for item, cn in items if belongs_to(engine, name, item, cn)), key=csrs.name_of)
+        plans.append(ClusterPlan(engine, name, found, resources.get(hub, kind, name), requesters))
+    return plans
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _decide(hub, item, condition, check_mode):
+    """PUT the CSR with ``condition`` added to its approval subresource; return ``(before, after)``.
+
+    A conflict means the CSR changed meanwhile: read it again and retry while it is still pending
+    (its spec is immutable, so the checks still hold). ``after`` is None when someone else decided first.
+    """
+    name = csrs.name_of(item)
+    current = item
+    for _attempt in range(resources.CONFLICT_RETRIES):
+        body = copy.deepcopy(current)
+        status = body.setdefault("status", {})
+        status["conditions"] = list(status.get("conditions") or []) + [condition]
+        try:
+            after = hub.request("PUT", resources.CSR.path(name=name, subresource="approval"), body=body,
+                                query={"dryRun": "All"} if check_mode else None)
+            return current, after
+        except Conflict:
+            current = resources.get(hub, resources.CSR, name)
+        except NotFound:
+            current = None
+        if current is None:
+            raise FleetError("cluster '%s': CertificateSigningRequest %s disappeared while being %s"
+                             % (hub.name, name, condition["type"].lower()))
+        if csrs.state(current) != csrs.PENDING:
+            return current, None
+    raise FleetError("cluster '%s': CertificateSigningRequest %s kept changing (%d conflicts); try again"
+                     % (hub.name, name, resources.CONFLICT_RETRIES))
+
+
+def _csr_diff(before, after):
+    header = resources.CSR.ref(csrs.name_of(before))
+
+    def view(obj):
+        return {"metadata": {"name": csrs.name_of(obj)}, "spec": {"username": csrs.requester(obj)},
+                "status": {"conditions": resources.conditions_of(obj)}}
+    return {"before_header": header, "after_header": header, "before": view(before), "after": view(after)}
+
+
+def _approve(hub, plan, item, check_mode):
+    condition = {
+        "type": "Approved", "status": "True", "reason": APPROVED_REASON, "lastUpdateTime": _now(),
+        "message": "approved by multicluster.fleet csr_accept: %s agent certificate of cluster %s, requested by %s"
+                   % (plan.engine, plan.name, csrs.requester(item)),
+    }
+    return _decide(hub, item, condition, check_mode)
+
+
+def _deny(hub, plan, item, reasons, check_mode):
+    condition = {
+        "type": "Denied", "status": "True", "reason": DENIED_REASON, "lastUpdateTime": _now(),
+        "message": "denied by multicluster.fleet csr_accept for cluster %s: %s" % (plan.name, "; ".join(reasons)),
+    }
+    return _decide(hub, item, condition, check_mode)
+
+
+def _act(hub, plan, deny_invalid, check_mode):
+    """Approve, deny and accept one cluster; return ``(result, diffs)``."""
+    result = {"name": plan.name, "approved": [], "rejected": [], "denied": []}
+    diffs = []
+    certified = plan.certified_before
+    for item in plan.approve:
+        before, after = _approve(hub, plan, item, check_mode)
+        if after is not None:
+            result["approved"].append(csrs.name_of(item))
+            diffs.append(_csr_diff(before, after))
+        certified = certified or csrs.state(after or before) == csrs.APPROVED
+    for item, reasons, deniable in plan.rejected:
+        result["rejected"].append({"name": csrs.name_of(item), "requester": csrs.requester(item), "reasons": reasons})
+        if deny_invalid and deniable:
+            before, after = _deny(hub, plan, item, reasons, check_mode)
+            if after is not None:
+                result["denied"].append(csrs.name_of(item))
+                diffs.append(_csr_diff(before, after))
+    accepted = certified
+    if plan.engine == "ocm":
+        if accepted and plan.member is not None and not plan.hub_accepts_client:
+            outcome = resources.ensure(hub, ocm.MANAGED_CLUSTER, {"metadata": {"name": plan.name}, "spec": {"hubAcceptsClient": True}},
+                                       check_mode)
+            diffs.append(dict(outcome.diff(), before_header=outcome.ref, after_header=outcome.ref))
+        accepted = accepted and plan.member is not None
+    result["accepted"] = accepted
+    return result, diffs
+
+
+def _wait(hub, engine, clusters, requesters, timeout):
+    """Poll until every cluster's plan is ready; return the plans. Times out naming the clusters still waiting."""
+    seen = {}
+
+    def ready():
+        plans = seen["plans"] = read_plans(hub, engine, clusters, requesters)
+        waiting = [p for p in plans if not p.ready]
+        return not waiting, "; ".join("%s: %s" % (p.name, p.problem()) for p in waiting)
+    try:
+        resources.wait_until(ready, timeout, "an acceptable agent CSR of every cluster", interval=POLL_INTERVAL)
+    except WaitTimeout as exc:
+        waiting = [p.name for p in seen["plans"] if not p.ready]
+        raise WaitTimeout("cluster '%s': timed out after %ss waiting for the agent CSRs of %s: %s"
+                          % (hub.name, timeout, ", ".join(waiting), exc.details.get("last_seen")),
+                          waiting=waiting)
+    return seen["plans"]
+
+
+def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=False, timeout=60, check_mode=False,
+           warn=None):
+    """Accept member ``clusters`` on ``hub``; return ``dict(changed, clusters, diff)``.
+
+    With ``wait``, first poll until every cluster has an acceptable pending CSR or is accepted already.
+    Raises FleetError naming each cluster that is not accepted afterwards (nothing acceptable, only
+    refused CSRs, ambiguous requesters), with the per-cluster results and ``changed`` as details.
+    ``warn(message)`` receives the approved CSRs of these clusters that break the rules (approved by
+    someone else before).
+    """
+    if engine not in csrs.ENGINES:
+        raise FleetError("unknown engine %r (one of: %s)" % (engine, ", ".join(csrs.ENGINES)))
+    check_cluster_names(engine, clusters)
+    clusters = list(dict.fromkeys(clusters))
+    plans = _wait(hub, engine, clusters, requesters, timeout) if wait else read_plans(hub, engine, clusters, requesters)
+    results, diffs = [], []
+    for plan in plans:
+        for message in plan.warnings:
+            if warn:
+                warn(message)
+        result, changes = _act(hub, plan, deny_invalid, check_mode)
+        results.append(result)
+        diffs += changes
+    outcome = {"changed": bool(diffs), "clusters": results, "diff": diffs}
+    failed = [(plan, result) for plan, result in zip(plans, results) if not result["accepted"]]
+    if failed:
+        raise FleetError("cluster '%s': not accepted: %s" % (hub.name, "; ".join(
+            "%s (%s)" % (plan.name, plan.problem()) for plan, _result in failed)), **outcome)
+    return outcome

@@ -1,0 +1,458 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pull registration of a member with a hub, from the member's side (DESIGN.md 4.2, 4.4, 4.6).
+
+Karmada (``karmadactl register`` / ``unregister``): discover and pin the hub, request the agent's
+client certificate with the bootstrap token, and store the agent kubeconfig on the member; with hub
+admin credentials also the hub-side agent RBAC, created directly (never through an all-powerful
+certificate). OCM (``clusteradm join`` / ``unjoin``): discover and pin the hub, store the bootstrap
+kubeconfig and the Klusterlet registration fields; the klusterlet makes its own CSR.
+
+Credentials a member already holds are reused when they are still good: a valid agent certificate
+for this cluster and hub is never replaced by a new CSR, so a re-run changes nothing even after the
+bootstrap token expired. Tokens and private keys never appear in results or messages.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import binascii
+import contextlib
+import datetime
+import os
+import secrets
+import tempfile
+import time
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+
+ENGINES = ("karmada", "ocm")
+STATES = ("present", "absent")
+DEFAULT_RENEW_BEFORE_DAYS = 30
+MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expirationSeconds
+DISCOVERY_RETRY_INTERVAL = 2.0
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+class Registration:
+    """One validated registration request (the module's options, minus the connections)."""
+
+    def __init__(self, engine, cluster_name, state="present", hub_apiserver=None, token=None, ca_cert_hashes=None,
+                 unsafe_skip_ca_verification=False, force_internal_endpoint_lookup=False, discovery_timeout=30,
+                 csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
+                 renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60):
+        if engine not in ENGINES:
+            raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
+        if state not in STATES:
+            raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
+        validate_cluster_name(engine, cluster_name)
+        self.engine = engine
+        self.cluster_name = cluster_name
+        self.state = state
+        self.force_internal_endpoint_lookup = bool(force_internal_endpoint_lookup)
+        self.unsafe_skip_ca_verification = bool(unsafe_skip_ca_verification)
+        self.api_endpoint = api_endpoint
+        if api_endpoint:
+            karmada.validate_api_endpoint(api_endpoint)
+        for option, value, least in (("discovery_timeout", discovery_timeout, 0), ("csr_wait_timeout", csr_wait_timeout, 1),
+                                     ("cert_expiration_seconds", cert_expiration_seconds, MIN_CERT_EXPIRATION_SECONDS),
+                                     ("renew_before", renew_before, 0), ("wait_timeout", wait_timeout, 0)):
+            if value < least:
+                raise FleetError("%s must be at least %d, got %d" % (option, least, value))
+        self.discovery_timeout = discovery_timeout
+        self.csr_wait_timeout = csr_wait_timeout
+        self.cert_expiration_seconds = cert_expiration_seconds
+        self.renew_before = datetime.timedelta(days=renew_before)
+        self.wait_timeout = wait_timeout
+        self.token = token
+        self.hub_apiserver = None
+        self.ca_pins = []
+        if state == "present":
+            if not hub_apiserver or not token:
+                raise FleetError("state=present needs hub_apiserver and token")
+            self.hub_apiserver = bootstrap.hub_url(hub_apiserver)
+            if engine == "karmada":
+                bootstrap.parse_token(token)  # Karmada registers with a bootstrap token only
+            self.ca_pins = bootstrap.expected_pins(ca_cert_hashes, unsafe_skip_ca_verification)
+
+
+def validate_cluster_name(engine, name):
+    """A DNS-1123 label of at most 48 (Karmada) or 63 (OCM) characters."""
+    if engine == "karmada":
+        karmada.validate_cluster_name(name)
+    elif not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH or not karmada.DNS1123_LABEL_RE.match(name):
+        raise FleetError("invalid cluster name %r: OCM cluster names are DNS-1123 labels (lowercase letters, digits "
+                         "and '-', starting and ending with a letter or digit) of 1 to %d characters"
+                         % (name, ocm.CLUSTER_NAME_MAX_LENGTH))
+
+
+class Report:
+    """The outcomes of one run, in order, and what the module returns about them."""
+
+    def __init__(self):
+        self.outcomes = []  # (cluster name, Outcome)
+        self.warnings = []
+
+    def add(self, cluster, outcome):
+        self.outcomes.append((cluster.name, outcome))
+        return outcome
+
+    def ensure(self, cluster, kind, desired, check_mode):
+        return self.add(cluster, resources.ensure(cluster, kind, desired, check_mode))
+
+    def delete(self, cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60):
+        return self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode, wait=wait, timeout=timeout))
+
+    def result(self, **extra):
+        """``changes`` name the cluster of each object, as cluster_join's do: ``hub Cluster/member1: deleted``."""
+        diffs = []
+        for cluster, outcome in self.outcomes:
+            if outcome.changed:
+                header = "%s %s" % (cluster, outcome.ref)
+                diffs.append(dict(outcome.diff(), before_header=header, after_header=header))
+        return dict(changed=bool(diffs), changes=["%s %s" % (cluster, o.summary()) for cluster, o in self.outcomes],
+                    diff=diffs, warnings=self.warnings, **extra)
+
+
+# --- discovery and the bootstrap connection ------------------------------------------------------
+
+
+def discover(reg, discover_hub=bootstrap.discover_hub, sleep=time.sleep):
+    """Token discovery of the hub, retried while cluster-info has no signature for the token yet.
+
+    Kubernetes' bootstrapsigner signs cluster-info moments after a token is created; like karmadactl,
+    wait for it up to ``discovery_timeout`` seconds, then fail with the signer's verdict.
+    """
+    found, last = {}, {}
+
+    def attempt():
+        try:
+            found.update(discover_hub(reg.hub_apiserver, reg.token, ca_pins=reg.ca_pins,
+                                      unsafe_skip_ca_verification=reg.unsafe_skip_ca_verification,
+                                      allow_unsigned=reg.engine == "ocm"))
+        except bootstrap.MissingSignature as exc:
+            last["error"] = exc
+            return False, exc.msg
+        return True, None
+    try:
+        resources.wait_until(attempt, reg.discovery_timeout, "a signature of the token in %s" % bootstrap.CLUSTER_INFO,
+                             interval=DISCOVERY_RETRY_INTERVAL, sleep=sleep)
+    except WaitTimeout:
+        raise FleetError("%s (checked for %ss: create a fresh token with multicluster.fleet.bootstrap_token)"
+                         % (last["error"].msg, reg.discovery_timeout))
+    return found
+
+
+def hub_server(reg, discovered):
+    """The hub URL the member's kubeconfig uses: hub_apiserver, or cluster-info's with force_internal_endpoint_lookup."""
+    return discovered["server"] if reg.force_internal_endpoint_lookup else reg.hub_apiserver
+
+
+@contextlib.contextmanager
+def bootstrap_connection(server, ca_pem, token):
+    """A hub connection authenticated by the bootstrap token and trusting only the discovered CA."""
+    handle, path = tempfile.mkstemp(prefix="fleet-hub-ca-", suffix=".crt")
+    try:
+        with os.fdopen(handle, "w") as ca_file:
+            ca_file.write(ca_pem)
+        yield client.Cluster("hub", client.build_configuration({"host": server, "api_key": token, "ca_cert": path}, "hub"))
+    finally:
+        os.unlink(path)
+
+
+# --- stored credentials --------------------------------------------------------------------------
+
+
+def _secret_value(secret_obj, key):
+    """The decoded text of one Secret key, or None."""
+    value = ((secret_obj or {}).get("data") or {}).get(key)
+    if not value:
+        return None
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def credentials_problem(reg, server, ca_pem, cert_pem, key_pem, common_name, organization, now=None):
+    """Why stored hub credentials cannot be kept, or None when they are good for this cluster and hub.
+
+    Good: the kubeconfig points at the expected hub (unless the hub URL comes from cluster-info), the
+    hub CA is one of the pinned ones (when pins are given), and the client certificate is this agent's,
+    matches the key, was issued by that CA and is not within ``renew_before`` of its expiry.
+    """
+    if not reg.force_internal_endpoint_lookup and server != reg.hub_apiserver:
+        return "the stored kubeconfig points at %s, not %s" % (server, reg.hub_apiserver)
+    if not ca_pem or not cert_pem or not key_pem:
+        return "the stored credentials lack the hub CA, the certificate or the key"
+    try:
+        pins = bootstrap.pins_of_bundle(ca_pem)
+    except FleetError as exc:
+        return exc.msg
+    if reg.ca_pins and not set(pins) & set(reg.ca_pins):
+        return "the stored hub CA (%s) is none of ca_cert_hashes" % ", ".join(pins)
+    return pki.client_certificate_problem(cert_pem, key_pem, ca_pem, common_name, organization,
+                                          renew_before=reg.renew_before, now=now or _now())
+
+
+def _certificate_expiration(cert_pem):
+    return pki.rfc3339(pki.not_after(pki.load_certificates(cert_pem)[0]))
+
+
+def _agent_kubeconfig(member):
+    """``(secret, kubeconfig parts, problem)``: the member's agent kubeconfig Secret, or why it is not usable."""
+    stored = resources.get(member, SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE)
+    if stored is None:
+        return None, None, "there is no %s/%s Secret on the member" % (karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET)
+    try:
+        return stored, pki.read_kubeconfig(_secret_value(stored, karmada.AGENT_KUBECONFIG_SECRET) or "", "stored agent kubeconfig"), None
+    except FleetError as exc:
+        return stored, None, exc.msg
+
+
+def _refuse_another_karmada_agent(parts, name, doing):
+    """FleetError when the member's agent kubeconfig holds another cluster's agent certificate."""
+    try:
+        identity = pki.describe(pki.load_certificates((parts or {}).get("client_cert_pem"))[0])["common_name"]
+    except FleetError:
+        return  # nothing readable to protect
+    if identity.startswith(karmada.AGENT_USER_PREFIX) and identity != karmada.agent_user(name):
+        raise FleetError("the member's agent kubeconfig belongs to %s, not to cluster %s: refusing to %s another cluster's "
+                         "agent (unregister %s first)" % (identity, name, doing, identity[len(karmada.AGENT_USER_PREFIX):]))
+
+
+def _refuse_another_klusterlet(member, name, doing):
+    """FleetError when the member's Klusterlet registers another cluster."""
+    current = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
+    registered_as = ((current or {}).get("spec") or {}).get("clusterName")
+    if registered_as and registered_as != name:
+        raise FleetError("the member's Klusterlet registers cluster %s, not %s: refusing to %s another cluster "
+                         "(unjoin %s first)" % (registered_as, name, doing, registered_as))
+
+
+# --- Karmada ---------------------------------------------------------------------------------------
+
+
+def csr_name(cluster_name):
+    """``<cluster>-<5 random [a-z0-9]>``, as karmadactl register names its CSR."""
+    return "%s-%s" % (cluster_name, "".join(secrets.choice(bootstrap.TOKEN_CHARS) for dummy in range(5)))
+
+
+def wait_for_certificate(hub, name, timeout):
+    """Wait until CSR ``name`` carries its certificate; fail at once when it is denied or failed."""
+    issued = {}
+
+    def check():
+        csr = hub.request("GET", CSR.path(name=name))
+        for condition in ("Denied", "Failed"):
+            item = resources.condition(csr, condition)
+            if item and item.get("status") == "True":
+                raise FleetError("CSR %s on the hub was %s (%s: %s); the member was not changed"
+                                 % (name, condition.lower(), item.get("reason"), item.get("message")), csr_name=name)
+        certificate = (csr.get("status") or {}).get("certificate")
+        if certificate:
+            issued["pem"] = base64.b64decode(certificate).decode("ascii")
+            return True, None
+        approved = resources.condition_is(csr, "Approved")
+        return False, "approved, waiting for the signer" if approved else "not approved yet"
+    try:
+        resources.wait_until(check, timeout, "the certificate of CSR %s" % name)
+    except WaitTimeout as exc:
+        raise FleetError("CSR %s on the hub got no certificate within %ss (%s): approve it with "
+                         "multicluster.fleet.csr_accept, or let Karmada approve agent CSRs automatically "
+                         "(hub_registration with csr_auto_approval); the member was not changed"
+                         % (name, timeout, exc.details.get("last_seen")), csr_name=name)
+    return issued["pem"]
+
+
+def request_certificate(reg, server, ca_pem, report, check_mode, connect=bootstrap_connection):
+    """Post the agent CSR with the bootstrap token and return ``(name, cert_pem, key_pem)``.
+
+    In check mode the CSR is a server-side dry run (so the token's authentication and RBAC are still
+    checked) and no certificate is awaited: ``cert_pem`` and ``key_pem`` are None.
+    """
+    key = pki.generate_private_key()
+    request = pki.csr_pem(key, karmada.agent_user(reg.cluster_name), [karmada.AGENTS_GROUP])
+    name = csr_name(reg.cluster_name)
+    with connect(server, ca_pem, reg.token) as hub:
+        body = karmada.agent_csr(name, request, reg.cert_expiration_seconds)
+        created = hub.request("POST", CSR.path(), body=body, query={"dryRun": "All"} if check_mode else None)
+        report.add(hub, resources.Outcome(CSR, name, None, "created", None, created))
+        if check_mode:
+            return name, None, None
+        cert_pem = wait_for_certificate(hub, name, reg.csr_wait_timeout)
+    key_pem = pki.private_key_pem(key)
+    problem = pki.client_certificate_problem(cert_pem, key_pem, ca_pem, karmada.agent_user(reg.cluster_name),
+                                             karmada.AGENTS_GROUP, now=_now())
+    if problem:
+        raise FleetError("the certificate issued for CSR %s cannot be used: %s; the member was not changed" % (name, problem),
+                         csr_name=name)
+    return name, cert_pem, key_pem
+
+
+def ensure_agent_rbac(hub, reg, report, check_mode):
+    """The hub-side agent RBAC and namespaces, created before the agent's certificate exists."""
+    for kind, desired in karmada.agent_hub_objects(reg.cluster_name):
+        report.ensure(hub, kind, desired, check_mode)
+
+
+def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connection, discover_hub=bootstrap.discover_hub):
+    """Register the member in Pull mode; see the module documentation for the steps."""
+    report = Report()
+    stored, parts, problem = _agent_kubeconfig(member)
+    _refuse_another_karmada_agent(parts, reg.cluster_name, "replace")
+    if parts:
+        problem = credentials_problem(reg, parts["server"], parts["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"],
+                                      karmada.agent_user(reg.cluster_name), karmada.AGENTS_GROUP)
+    result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
+                  api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=problem)
+    if problem is None:
+        if hub:
+            ensure_agent_rbac(hub, reg, report, check_mode)
+        report.add(member, resources.Outcome(SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE,
+                                             "unchanged", stored, stored))
+        return report.result(hub_server=parts["server"], ca_pins=bootstrap.pins_of_bundle(parts["ca_pem"]),
+                             certificate_expiration=_certificate_expiration(parts["client_cert_pem"]), **result)
+    discovered = discover(reg, discover_hub)
+    server = hub_server(reg, discovered)
+    if hub:
+        ensure_agent_rbac(hub, reg, report, check_mode)
+    name, cert_pem, key_pem = request_certificate(reg, server, discovered["ca_pem"], report, check_mode, connect)
+    report.ensure(member, NAMESPACE, karmada.system_namespace(karmada.AGENT_NAMESPACE), check_mode)
+    if check_mode:
+        planned = dict(karmada.agent_kubeconfig_secret(""), apiVersion="v1", kind="Secret")
+        report.add(member, resources.Outcome(SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE,
+                                             "updated" if stored else "created", stored, planned))
+        expiration = None
+    else:
+        kubeconfig = karmada.agent_kubeconfig(server, discovered["ca_pem"], reg.cluster_name, cert_pem, key_pem)
+        report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(kubeconfig), check_mode)
+        expiration = _certificate_expiration(cert_pem)
+    result.update(csr_name=name, hub_server=server, ca_pins=discovered["ca_pins"], certificate_expiration=expiration)
+    return report.result(**result)
+
+
+def karmada_absent(member, hub, reg, check_mode=False):
+    """Unregister: Works, Cluster and agent RBAC on the hub (with hub credentials), then the member objects.
+
+    Works and the Cluster are awaited before the next step; the namespaces terminate in parallel and
+    are awaited at the end.
+    """
+    report = Report()
+    name = reg.cluster_name
+    namespaces = []
+    _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
+    if hub:
+        cluster = resources.get(hub, karmada.CLUSTER, name)
+        if cluster and (cluster.get("spec") or {}).get("syncMode") == "Push":
+            raise FleetError("cluster %s is registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join "
+                             "(state=absent), not cluster_register" % name)
+        es_namespace = karmada.execution_namespace(name)
+        for work in resources.list_objects(hub, karmada.WORK, es_namespace):
+            report.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, check_mode, wait=True, timeout=reg.wait_timeout)
+        report.delete(hub, karmada.CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+        for kind, desired in reversed(karmada.agent_hub_objects(name)):
+            metadata = desired["metadata"]
+            if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
+                continue  # shared by every cluster
+            report.delete(hub, kind, metadata["name"], metadata.get("namespace"), check_mode)
+        namespaces.append((hub, es_namespace))
+    else:
+        report.warnings.append("no hub credentials given: only the member side was removed; the hub still lists cluster %s "
+                               "(pass hub to remove its Cluster, Works and agent RBAC too)" % name)
+    for kind, obj_name, namespace in karmada.agent_member_objects():
+        report.delete(member, kind, obj_name, namespace, check_mode)
+    namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
+    if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
+        report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
+        namespaces.append((member, karmada.AGENT_NAMESPACE))
+    if not check_mode:
+        for cluster, namespace_name in namespaces:
+            resources.wait_until_gone(cluster, NAMESPACE, namespace_name, timeout=reg.wait_timeout)
+    return report.result(engine="karmada", cluster_name=name)
+
+
+# --- OCM -------------------------------------------------------------------------------------------
+
+
+def _require_klusterlet_crd(member):
+    try:
+        member.request("GET", ocm.KLUSTERLET.path())
+    except client.NotFound:
+        raise FleetError("cluster '%s' does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
+                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % member.name)
+
+
+def _stored_ocm_credentials(member, reg):
+    """``(expiration or None, problem or None)`` of the registration agent's hub kubeconfig Secret."""
+    stored = resources.get(member, SECRET, ocm.HUB_KUBECONFIG_SECRET, ocm.AGENT_NAMESPACE)
+    if stored is None:
+        return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET)
+    cluster_name = _secret_value(stored, "cluster-name")
+    agent_name = _secret_value(stored, "agent-name")
+    if cluster_name != reg.cluster_name or not agent_name:
+        return None, "the stored hub kubeconfig is for cluster %s, not %s" % (cluster_name, reg.cluster_name)
+    try:
+        parts = pki.read_kubeconfig(_secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored hub kubeconfig")
+    except FleetError as exc:
+        return None, exc.msg
+    cert_pem = _secret_value(stored, "tls.crt")
+    problem = credentials_problem(reg, parts["server"], parts["ca_pem"], cert_pem, _secret_value(stored, "tls.key"),
+                                  ocm.agent_common_name(reg.cluster_name, agent_name), ocm.agent_organization(reg.cluster_name))
+    return (None, problem) if problem else (_certificate_expiration(cert_pem), None)
+
+
+def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.discover_hub):
+    """Join: the bootstrap kubeconfig and the Klusterlet registration fields (the klusterlet does the CSR).
+
+    ``hub`` is not needed: the klusterlet registers itself.
+    """
+    report = Report()
+    _require_klusterlet_crd(member)
+    _refuse_another_klusterlet(member, reg.cluster_name, "join as")
+    expiration, problem = _stored_ocm_credentials(member, reg)
+    result = dict(engine="ocm", cluster_name=reg.cluster_name, api_endpoint=reg.api_endpoint or member.server,
+                  csr_name=None, reason=problem, certificate_expiration=expiration, joined=problem is None,
+                  hub_server=None, ca_pins=[])
+    if problem:
+        discovered = discover(reg, discover_hub)
+        result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
+        kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], discovered["ca_pem"], reg.token)
+    for namespace in (ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE):
+        report.ensure(member, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
+    if problem:
+        report.ensure(member, SECRET, ocm.bootstrap_secret(kubeconfig), check_mode)
+    report.ensure(member, ocm.KLUSTERLET, ocm.klusterlet(reg.cluster_name, result["api_endpoint"]), check_mode)
+    return report.result(**result)
+
+
+def ocm_absent(member, hub, reg, check_mode=False):
+    """Unjoin: the Klusterlet and both hub kubeconfig Secrets; with hub credentials the ManagedCluster too."""
+    report = Report()
+    name = reg.cluster_name
+    _refuse_another_klusterlet(member, name, "unjoin")
+    report.delete(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+    for secret_name in (ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET):
+        report.delete(member, SECRET, secret_name, ocm.AGENT_NAMESPACE, check_mode)
+    if hub:
+        report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+    else:
+        report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete it)" % name)
+    return report.result(engine="ocm", cluster_name=name)
+
+
+def run(member, hub, reg, check_mode=False):
+    """Dispatch on engine and state; return the module result."""
+    if reg.engine == "karmada":
+        action = karmada_present if reg.state == "present" else karmada_absent
+    else:
+        action = ocm_present if reg.state == "present" else ocm_absent
+    return action(member, hub, reg, check_mode)

@@ -1,0 +1,306 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cluster_register
+short_description: Register a member cluster with a Karmada hub in Pull mode, or join it to an OCM hub
+version_added: 0.1.0
+description:
+  - Runs against the B(member) cluster (the top-level authentication options address the member) and reaches the
+    hub only through the bootstrap token, the way C(karmadactl register) and C(clusteradm join) do.
+  - Both engines first discover the hub through C(kube-public/cluster-info) on O(hub_apiserver) - anonymously,
+    checking the token's JWS signature and the hub CA against O(ca_cert_hashes) - then talk to the hub with TLS
+    verified by that CA only. A wrong pin, a tampered C(cluster-info) or an unknown or expired token fail before
+    anything is written.
+  - B(Karmada) (O(engine=karmada)) - creates a fresh private key and a CSR for C(system:karmada:agent:<cluster>)
+    (organization C(system:karmada:agents), signer C(kubernetes.io/kube-apiserver-client)) with the bootstrap token,
+    waits for the certificate (approved by Karmada's agent CSR approver or by M(multicluster.fleet.csr_accept)), and
+    writes Secret C(karmada-system/karmada-kubeconfig) on the member. With O(hub) admin credentials it first creates the
+    hub-side agent RBAC and namespaces (least privilege; no all-powerful certificate is ever minted).
+  - A member whose stored agent certificate is for this cluster, matches its key, was issued by the stored hub CA (one
+    of O(ca_cert_hashes)), points at this hub and does not expire within O(renew_before) days is left unchanged - no
+    new CSR, and the token is not used, so re-runs after the token expired still pass. Closer to expiry it is renewed.
+  - B(OCM) (O(engine=ocm)) - writes Secret C(open-cluster-management-agent/bootstrap-hub-kubeconfig) (cluster C(hub),
+    user C(bootstrap), context C(bootstrap)) and the registration fields of Klusterlet C(klusterlet) (C(clusterName),
+    C(namespace), C(externalServerURLs), registration driver C(csr)). The klusterlet then creates its own CSR and
+    ManagedCluster; accept them with M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid certificate for
+    this cluster (Secret C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new token.
+  - O(state=absent) unregisters. Karmada - with O(hub) credentials the Works in C(karmada-es-<cluster>), the Cluster
+    and the agent RBAC on the hub (each deletion awaited), then the member's agent objects (Deployment, ClusterRole and
+    ClusterRoleBinding C(karmada-agent), ServiceAccount C(karmada-agent-sa), Secret C(karmada-kubeconfig), and namespace
+    C(karmada-system) when it is labelled C(karmada.io/system=true)). A cluster registered in Push mode is refused (use
+    M(multicluster.fleet.cluster_join)). OCM - the Klusterlet and both hub kubeconfig Secrets, and with O(hub) the
+    ManagedCluster.
+author:
+  - multicluster.fleet maintainers (@multicluster-fleet)
+options:
+  engine:
+    description:
+      - The multi-cluster control plane the hub runs.
+    type: str
+    required: true
+    choices: [karmada, ocm]
+  cluster_name:
+    description:
+      - The member's name on the hub. A DNS-1123 label of at most 48 (Karmada) or 63 (OCM) characters.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) registers the member, V(absent) unregisters it.
+    type: str
+    choices: [present, absent]
+    default: present
+  hub_apiserver:
+    description:
+      - The hub API server the member reaches, as a URL (V(https://hub.example.com:6443)) or V(host:port).
+      - Required with O(state=present).
+    type: str
+  token:
+    description:
+      - The join token, as M(multicluster.fleet.bootstrap_token) or C(karmadactl token create) prints it.
+      - A bootstrap token C(<id>.<secret>); for O(engine=ocm) also a ServiceAccount token (no JWS signature exists
+        for it, so the hub is authenticated by O(ca_cert_hashes) alone).
+      - Required with O(state=present); not used when the stored credentials are reused.
+    type: str
+  ca_cert_hashes:
+    description:
+      - Pins of the hub CA public key, C(sha256:<hex>) (C(--discovery-token-ca-cert-hash)). The hub CA must match one.
+      - Required with O(state=present) unless O(unsafe_skip_ca_verification=true).
+    type: list
+    elements: str
+    default: []
+  unsafe_skip_ca_verification:
+    description:
+      - Trust the hub CA from C(cluster-info) without a pin. Anyone who can answer on O(hub_apiserver) and knows the
+        token could then pose as the hub (with a ServiceAccount token, anyone at all).
+    type: bool
+    default: false
+  force_internal_endpoint_lookup:
+    description:
+      - Write the hub server published in C(cluster-info) into the member's kubeconfig (as C(karmadactl register) does)
+        instead of O(hub_apiserver).
+      - With V(true) the stored kubeconfig's server is not compared with O(hub_apiserver) on re-runs.
+    type: bool
+    default: false
+  discovery_timeout:
+    description:
+      - Seconds to keep retrying while C(cluster-info) carries no signature for the token yet (the hub's bootstrap
+        signer adds it moments after the token is created). Then the token counts as unknown or expired.
+    type: int
+    default: 30
+  csr_wait_timeout:
+    description:
+      - Seconds to wait for the Karmada agent certificate to be approved and issued.
+      - On timeout the module fails naming the CSR; the member is not changed. Approve the CSR with
+        M(multicluster.fleet.csr_accept) and run again.
+    type: int
+    default: 300
+  cert_expiration_seconds:
+    description:
+      - Requested lifetime of the Karmada agent certificate (C(expirationSeconds); API servers older than 1.22 apply
+        their own signing duration).
+    type: int
+    default: 31536000
+  renew_before:
+    description:
+      - Days before the stored agent certificate expires from which a run requests a new one (Karmada), or writes the
+        bootstrap kubeconfig again (OCM).
+    type: int
+    default: 30
+  api_endpoint:
+    description:
+      - The member API server URL the hub and the agents use. Defaults to the server of the member connection.
+      - OCM puts it into the Klusterlet's C(externalServerURLs); for Karmada it is returned for the agent's
+        C(--cluster-api-endpoint).
+    type: str
+  wait_timeout:
+    description:
+      - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster).
+    type: int
+    default: 60
+extends_documentation_fragment:
+  - multicluster.fleet.auth
+  - multicluster.fleet.auth.hub
+  - multicluster.fleet.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Discovery runs (it only reads), the Karmada CSR is a server-side dry run with the bootstrap token (which checks
+        the token and its RBAC), and nothing is written or awaited.
+  diff_mode:
+    support: full
+    details:
+      - One diff per changed object; Secret values are masked.
+  idempotent:
+    support: full
+notes:
+  - The hub-side agent RBAC (Karmada) - namespaces C(karmada-cluster) and C(karmada-es-<cluster>), ClusterRole and
+    ClusterRoleBinding C(system:karmada:<cluster>:agent) for user C(system:karmada:agent:<cluster>) with the cluster-wide
+    rules of C(karmadactl register) except secrets and works, Role and RoleBinding C(system:karmada:<cluster>:agent-secret)
+    (secrets in C(karmada-cluster)) and C(system:karmada:<cluster>:agent-work) (works in C(karmada-es-<cluster>)).
+  - Without O(hub), Karmada registration writes only the member side; the agent fails at start until the hub-side RBAC
+    exists. O(state=absent) without O(hub) warns that the hub still lists the cluster.
+  - The karmada-agent Deployment itself and the klusterlet operator are installed by the role
+    C(multicluster.fleet.agent_install).
+requirements:
+  - cryptography
+"""
+
+EXAMPLES = r"""
+- name: Create a join token on the Karmada hub
+  multicluster.fleet.bootstrap_token:
+    engine: karmada
+    kubeconfig: /etc/fleet/hub.kubeconfig
+  register: join
+
+- name: Register member2 in Pull mode, with the hub-side agent RBAC
+  multicluster.fleet.cluster_register:
+    engine: karmada
+    cluster_name: member2
+    kubeconfig: /etc/fleet/member2.kubeconfig
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ join.token }}"
+    ca_cert_hashes: "{{ join.ca_cert_hashes }}"
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+  register: registration
+
+- name: Approve the agent CSR on the hub
+  multicluster.fleet.csr_accept:
+    engine: karmada
+    clusters: [member2]
+    kubeconfig: /etc/fleet/hub.kubeconfig
+
+- name: Join member3 to an OCM hub
+  multicluster.fleet.cluster_register:
+    engine: ocm
+    cluster_name: member3
+    context: member3
+    hub_apiserver: hub.example.com:6443
+    token: "{{ ocm_join.token }}"
+    ca_cert_hashes:
+      - sha256:7877f4b21bc834bd68751fe486fccd6d66b4375710126c7489fa7a22a306b426
+
+- name: Unregister member2 from Karmada, hub side included
+  multicluster.fleet.cluster_register:
+    engine: karmada
+    cluster_name: member2
+    state: absent
+    kubeconfig: /etc/fleet/member2.kubeconfig
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+"""
+
+RETURN = r"""
+changes:
+  description:
+    - Every object the run looked at (or would change, in check mode), in order - V(member) or V(hub), then
+      C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted) or V(absent).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "hub ClusterRole/system:karmada:member2:agent: created"
+    - "hub CertificateSigningRequest/member2-x7k2p: created"
+    - "member Secret/karmada-system/karmada-kubeconfig: created"
+engine:
+  description: The engine of the hub.
+  returned: always
+  type: str
+  sample: karmada
+cluster_name:
+  description: The member's name on the hub.
+  returned: always
+  type: str
+  sample: member2
+reason:
+  description: Why the run requested a certificate (Karmada) or wrote the bootstrap kubeconfig (OCM); null when the
+    stored credentials were kept.
+  returned: when O(state=present)
+  type: str
+  sample: the certificate expires at 2027-01-02T03:04:05Z, within the renewal window
+csr_name:
+  description: The Karmada agent CSR created (or, in check mode, planned) on the hub; null when none was needed.
+  returned: when O(state=present)
+  type: str
+  sample: member2-x7k2p
+certificate_expiration:
+  description: When the agent's client certificate expires (Karmada, or OCM once joined); null in check mode.
+  returned: when O(state=present)
+  type: str
+  sample: "2027-11-22T03:22:19Z"
+agent_user:
+  description: The user name the Karmada agent has on the hub.
+  returned: when O(state=present) and O(engine=karmada)
+  type: str
+  sample: system:karmada:agent:member2
+joined:
+  description: Whether the klusterlet already holds a valid certificate for this cluster (OCM).
+  returned: when O(state=present) and O(engine=ocm)
+  type: bool
+hub_server:
+  description: The hub server written into the member's kubeconfig (or found there); null for an OCM member that has
+    joined.
+  returned: when O(state=present)
+  type: str
+  sample: https://hub.example.com:6443
+ca_pins:
+  description: Pins of the hub CA the member trusts.
+  returned: when O(state=present)
+  type: list
+  elements: str
+api_endpoint:
+  description: The member API server URL the hub and agents use.
+  returned: when O(state=present)
+  type: str
+  sample: https://10.0.0.7:6443
+"""
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import register
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
+
+OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
+           "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
+           "renew_before", "api_endpoint", "wait_timeout")
+
+
+def run(module):
+    reg = register.Registration(**dict((name, module.params[name]) for name in OPTIONS))
+    hub = module.cluster(module.params["hub"], "hub") if module.params["hub"] else None
+    result = register.run(module.cluster(), hub, reg, module.check_mode)
+    for warning in result.pop("warnings"):
+        module.warn(warning)
+    return result
+
+
+def main():
+    module = FleetModule(argument_spec=dict(
+        engine=dict(type="str", required=True, choices=list(register.ENGINES)),
+        cluster_name=dict(type="str", required=True),
+        state=dict(type="str", default="present", choices=list(register.STATES)),
+        hub_apiserver=dict(type="str"),
+        token=dict(type="str", no_log=True),
+        ca_cert_hashes=dict(type="list", elements="str", default=[]),
+        unsafe_skip_ca_verification=dict(type="bool", default=False),
+        force_internal_endpoint_lookup=dict(type="bool", default=False),
+        discovery_timeout=dict(type="int", default=30),
+        csr_wait_timeout=dict(type="int", default=300),
+        cert_expiration_seconds=dict(type="int", default=31536000),
+        renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
+        api_endpoint=dict(type="str"),
+        wait_timeout=dict(type="int", default=60),
+        hub=cluster_argument_spec(),
+    ), cluster_label="member", required_if=[("state", "present", ("hub_apiserver", "token"))])
+    module.run(run)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,462 @@
+"""cluster_register against the lab: real discovery, real JWS, real CSR signing, real RBAC.
+
+Karmada registers lab member2 as ``reg-k1`` (csr_accept approves, the simulated karmada-agent then
+creates its Cluster with the issued certificate); OCM joins lab member1 as ``reg-o1`` (the simulated
+klusterlet does its CSR, csr_accept approves). Every object created here is removed again.
+"""
+
+import base64
+import datetime
+import http.server
+import json
+import os
+import ssl
+import tempfile
+import threading
+import time
+
+import pytest
+import yaml
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from runner import run_module
+
+import lab as fleet_lab
+from sim_karmada_agent import SimulatedKarmadaAgent
+from sim_klusterlet import SimulatedKlusterlet, SimulatedRegistrationController
+
+K_NAME, K_MEMBER = "reg-k1", "member2"
+O_NAME, O_MEMBER = "reg-o1", "member1"
+
+
+def auth(lab, name):
+    return {"kubeconfig": lab.clusters[name]["kubeconfig"], "context": name}
+
+
+def connection(auth_dict, label):
+    return client.get_cluster(auth_dict, label)
+
+
+def agent_csrs(hub_api, name):
+    return sorted(c["metadata"]["name"] for c in resources.list_objects(hub_api, CSR) if c["metadata"]["name"].startswith(name + "-"))
+
+
+def delete_all(items):
+    """Delete ``(cluster, kind, name, namespace)`` items, then wait for each: namespaces terminate in parallel."""
+    for cluster, kind, name, namespace in items:
+        resources.delete(cluster, kind, name, namespace)
+    for cluster, kind, name, namespace in items:
+        resources.wait_until_gone(cluster, kind, name, namespace)
+
+
+def no_secret_in(result, *values):
+    text = json.dumps(result)
+    return all(value not in text for value in values) and "PRIVATE KEY" not in text
+
+
+def approve_when_posted(lab, engine, name, known, run):
+    """Run ``run()`` (a cluster_register call) while csr_accept approves the CSR it posts; return its result."""
+    hub_api = connection(auth(lab, "hub"), "hub")
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(run()))
+    thread.start()
+    resources.wait_until(lambda: (bool(set(agent_csrs(hub_api, name)) - set(known)), "no new CSR"), 30, "the agent CSR")
+    accepted = run_module("csr_accept", dict(auth(lab, "hub"), engine=engine, clusters=[name]))
+    assert accepted["rc"] == 0, accepted.get("msg")
+    thread.join(60)
+    return result
+
+
+@pytest.fixture(scope="module")
+def hub_api(lab):
+    return connection(auth(lab, "hub"), "hub")
+
+
+@pytest.fixture(scope="module")
+def hub_prepared(lab, hub_api):
+    """What hub_registration sets up, for both engines (test setup, in-process; undone if this module added it)."""
+    had_ocm_namespace = resources.get(hub_api, NAMESPACE, ocm.OPERATOR_NAMESPACE) is not None
+    added = [engine for engine in ("karmada", "ocm") if hub.ensure_registration(hub_api, engine)["changed"]]
+    yield
+    for engine in added:
+        hub.remove_registration(hub_api, engine)
+    if not had_ocm_namespace:
+        delete_all([(hub_api, NAMESPACE, ocm.OPERATOR_NAMESPACE, None)])
+
+
+def join_credentials(lab, hub_api, engine, service_account=False):
+    """What bootstrap_token hands out: a token of this module's own, the hub URL and the CA pins."""
+    if service_account:
+        token = tokens.service_account_token(hub_api, 3600)["token"]
+    else:
+        token = bootstrap.generate_token()
+        token_id, secret = token.split(".")
+        group = bootstrap.KARMADA_DEFAULT_GROUP if engine == "karmada" else bootstrap.OCM_DEFAULT_GROUP
+        resources.ensure(hub_api, SECRET, bootstrap.token_secret(token_id, secret, ttl_seconds=3600, groups=[group]))
+    with open(lab.clusters["hub"]["ca_cert"]) as handle:
+        pins = bootstrap.pins_of_bundle(handle.read())
+    return {"token": token, "hub_apiserver": lab.clusters["hub"]["server"], "ca_cert_hashes": pins}
+
+
+def delete_token(hub_api, join):
+    resources.delete(hub_api, SECRET, bootstrap.SECRET_NAME_PREFIX + join["token"].split(".")[0], bootstrap.SECRET_NAMESPACE)
+
+
+@pytest.fixture(scope="module")
+def karmada_env(lab, hub_prepared, hub_api):
+    """Two Karmada join tokens; hub namespace karmada-cluster and the CSRs are cleaned up afterwards."""
+    existing = resources.get(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE)
+    if existing and existing["metadata"].get("deletionTimestamp"):  # an earlier test's cleanup, still terminating
+        resources.wait_until_gone(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE)
+        existing = None
+    had_cluster_namespace = existing is not None
+    joins = [join_credentials(lab, hub_api, "karmada") for dummy in range(2)]
+    yield joins
+    for join in joins:
+        delete_token(hub_api, join)
+    member = connection(auth(lab, K_MEMBER), K_MEMBER)
+    delete_all([(hub_api, CSR, name, None) for name in agent_csrs(hub_api, K_NAME)]
+               + [(member, NAMESPACE, karmada.AGENT_NAMESPACE, None),
+                  (hub_api, NAMESPACE, karmada.execution_namespace(K_NAME), None)]
+               + ([] if had_cluster_namespace else [(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE, None)]))
+
+
+def karmada_args(lab, join, **extra):
+    args = dict(auth(lab, K_MEMBER), engine="karmada", cluster_name=K_NAME, hub_apiserver=join["hub_apiserver"],
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, "hub"), csr_wait_timeout=60)
+    args.update(extra)
+    return args
+
+
+def assert_nothing_written(lab, hub_api, engine):
+    if engine == "karmada":
+        member = connection(auth(lab, K_MEMBER), K_MEMBER)
+        assert resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE) is None
+        assert resources.get(hub_api, resources.CLUSTER_ROLE, karmada.agent_role_name(K_NAME)) is None
+        assert agent_csrs(hub_api, K_NAME) == []
+    else:
+        member = connection(auth(lab, O_MEMBER), O_MEMBER)
+        assert resources.get(member, SECRET, ocm.BOOTSTRAP_SECRET, ocm.AGENT_NAMESPACE) is None
+        assert resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
+
+
+# --- Karmada: refusals before anything is written ---------------------------------------------------------
+
+
+def test_karmada_check_mode_writes_nothing(lab, hub_api, karmada_env):
+    result = run_module("cluster_register", karmada_args(lab, karmada_env[0]), check_mode=True, diff=True)
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changed"] is True and result["csr_name"].startswith(K_NAME + "-")
+    assert "hub CertificateSigningRequest/%s: created" % result["csr_name"] in result["changes"]
+    assert "member Secret/karmada-system/karmada-kubeconfig: created" in result["changes"]
+    assert any(d["after_header"] == "hub ClusterRole/system:karmada:reg-k1:agent" for d in result["diff"])
+    assert no_secret_in(result, karmada_env[0]["token"].split(".")[1])
+    assert_nothing_written(lab, hub_api, "karmada")
+
+
+def test_karmada_refuses_a_wrong_pin(lab, hub_api, karmada_env):
+    wrong = bootstrap.ca_pin(open(lab.clusters[K_MEMBER]["ca_cert"]).read())
+    result = run_module("cluster_register", karmada_args(lab, karmada_env[0], ca_cert_hashes=[wrong]))
+    assert result["rc"] == 1 and "refusing to trust" in result["msg"] and wrong in result["msg"]
+    assert result["actual_ca_pins"] == karmada_env[0]["ca_cert_hashes"]
+    assert no_secret_in(result, karmada_env[0]["token"].split(".")[1])
+    assert_nothing_written(lab, hub_api, "karmada")
+
+
+@pytest.fixture
+def tampering_proxy(lab, hub_api):
+    """An HTTPS server that serves the hub's real cluster-info, signatures included, with its server rewritten.
+
+    It uses member1's serving key pair: the first, unverified fetch accepts any certificate.
+    """
+    real = hub_api.request("GET", bootstrap.CLUSTER_INFO_PATH)
+    pki_dir = os.path.join(lab.clusters["member1"]["dir"], "pki")
+    cert_file, key_file = os.path.join(pki_dir, "apiserver.crt"), os.path.join(pki_dir, "apiserver.key")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server API
+            body = json.dumps(tampered).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_file, key_file)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    url = "https://127.0.0.1:%d" % server.server_address[1]
+    tampered = json.loads(json.dumps(real))
+    tampered["data"]["kubeconfig"] = real["data"]["kubeconfig"].replace(lab.clusters["hub"]["server"], url)
+    assert tampered["data"]["kubeconfig"] != real["data"]["kubeconfig"]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+def test_karmada_refuses_a_tampered_cluster_info(lab, hub_api, karmada_env, tampering_proxy):
+    result = run_module("cluster_register", karmada_args(lab, karmada_env[0], hub_apiserver=tampering_proxy))
+    assert result["rc"] == 1 and "does not verify: wrong token secret or tampered cluster-info" in result["msg"]
+    assert no_secret_in(result, karmada_env[0]["token"].split(".")[1])
+    assert_nothing_written(lab, hub_api, "karmada")
+
+
+def test_karmada_refuses_an_expired_token(lab, hub_api, karmada_env):
+    token_id, secret = bootstrap.generate_token().split(".")
+    an_hour_ago = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    expired = bootstrap.token_secret(token_id, secret, ttl_seconds=60, now=an_hour_ago, groups=[bootstrap.KARMADA_DEFAULT_GROUP])
+    resources.ensure(hub_api, SECRET, expired)
+    try:
+        started = time.monotonic()
+        result = run_module("cluster_register", karmada_args(lab, karmada_env[0], token="%s.%s" % (token_id, secret),
+                                                             discovery_timeout=1))
+        assert result["rc"] == 1, result
+        assert "no signature for token id %s" % token_id in result["msg"]
+        assert "unknown, expired or not allowed to sign (checked for 1s" in result["msg"]
+        assert 1 <= time.monotonic() - started < 30
+        assert no_secret_in(result, secret)
+        assert_nothing_written(lab, hub_api, "karmada")
+    finally:
+        resources.delete(hub_api, SECRET, expired["metadata"]["name"], "kube-system")
+
+
+# --- Karmada: register, accept, the agent's identity, re-runs, renewal, unregister ------------------------------
+
+
+@pytest.fixture(scope="module")
+def karmada_registered(lab, karmada_env):
+    result = approve_when_posted(lab, "karmada", K_NAME, [],
+                                 lambda: run_module("cluster_register", karmada_args(lab, karmada_env[0]), diff=True))
+    assert result["rc"] == 0, result.get("msg")
+    return result
+
+
+def agent_connection(lab):
+    """A hub connection with the credentials the member now holds for the agent."""
+    member = connection(auth(lab, K_MEMBER), K_MEMBER)
+    secret = resources.get(member, SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE)
+    kubeconfig = yaml.safe_load(base64.b64decode(secret["data"]["karmada-kubeconfig"]))
+    return client.Cluster("agent", client.build_configuration({"kubeconfig": kubeconfig}, "agent")), secret
+
+
+def status_of(call):
+    try:
+        call()
+    except client.ClusterError as exc:
+        return exc.status, exc.msg
+    return 200, None
+
+
+def test_karmada_registration_end_to_end(lab, hub_api, karmada_env, karmada_registered):
+    result = karmada_registered
+    assert result["changed"] is True and result["agent_user"] == "system:karmada:agent:reg-k1"
+    assert result["csr_name"] in agent_csrs(hub_api, K_NAME)
+    assert result["hub_server"] == lab.clusters["hub"]["server"] and result["ca_pins"] == karmada_env[0]["ca_cert_hashes"]
+    assert result["api_endpoint"] == lab.clusters[K_MEMBER]["server"]
+    assert "member Secret/karmada-system/karmada-kubeconfig: created" in result["changes"]
+    assert no_secret_in(result, karmada_env[0]["token"].split(".")[1])
+    csr = resources.get(hub_api, CSR, result["csr_name"])
+    assert csr["spec"]["username"] == "system:bootstrap:" + karmada_env[0]["token"].split(".")[0]  # posted with the bootstrap token
+    assert csr["metadata"]["labels"] == {"karmada.io/system": "true"}
+    agent, secret = agent_connection(lab)
+    assert secret["metadata"]["labels"] == {"karmada.io/system": "true"} and secret["type"] == "Opaque"
+    # what the agent RBAC allows ...
+    es = karmada.execution_namespace(K_NAME)
+    work = {"apiVersion": karmada.WORK.api_version, "kind": "Work", "metadata": {"name": "probe", "namespace": es},
+            "spec": {"workload": {"manifests": []}}}
+    assert status_of(lambda: agent.request("GET", karmada.CLUSTER.path()))[0] == 200
+    assert status_of(lambda: agent.request("POST", karmada.WORK.path(es), body=work))[0] == 200
+    assert status_of(lambda: agent.request("GET", SECRET.path("karmada-cluster", "absent-secret")))[0] == 404
+    # ... and nothing more: the answers name the agent's identity
+    for forbidden in (lambda: agent.request("GET", SECRET.path("kube-system", "bootstrap-token-" + karmada_env[0]["token"].split(".")[0])),
+                      lambda: agent.request("GET", SECRET.path("karmada-cluster")),
+                      lambda: agent.request("GET", karmada.WORK.path(karmada.execution_namespace("someone-else"))),
+                      lambda: agent.request("POST", NAMESPACE.path(), body={"metadata": {"name": "reg-k1-probe"}})):
+        status, message = status_of(forbidden)
+        assert status == 403 and 'User "system:karmada:agent:reg-k1"' in message
+    # the simulated karmada-agent starts from the Secret and registers the Cluster in Pull mode
+    with SimulatedKarmadaAgent(lab, K_MEMBER, cluster_name=K_NAME) as sim:
+        cluster = sim.wait_for(lambda: resources.get(hub_api, karmada.CLUSTER, K_NAME), 30, "the Pull Cluster")
+    assert cluster["spec"]["syncMode"] == "Pull" and cluster["spec"]["id"] == lab.clusters[K_MEMBER]["kube_system_uid"]
+
+
+def test_karmada_rerun_keeps_the_certificate(lab, hub_api, karmada_env, karmada_registered):
+    before = agent_csrs(hub_api, K_NAME)
+    # a new token, and (in check mode) an unknown one: the stored certificate is good, so neither is used
+    for token, check_mode in ((karmada_env[1]["token"], False), ("abcdef.0123456789abcdef", True)):
+        result = run_module("cluster_register", karmada_args(lab, karmada_env[0], token=token), check_mode=check_mode)
+        assert result["rc"] == 0, result.get("msg")
+        assert result["changed"] is False and result["csr_name"] is None and result["reason"] is None
+        assert result["certificate_expiration"] == karmada_registered["certificate_expiration"]
+        assert "member Secret/karmada-system/karmada-kubeconfig: unchanged" in result["changes"]
+    assert agent_csrs(hub_api, K_NAME) == before
+
+
+def test_karmada_renewal(lab, hub_api, karmada_env, karmada_registered):
+    dummy, old = agent_connection(lab)
+    known = agent_csrs(hub_api, K_NAME)
+    result = approve_when_posted(lab, "karmada", K_NAME, known,
+                                 lambda: run_module("cluster_register", karmada_args(lab, karmada_env[1], renew_before=400)))
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changed"] and "within the renewal window" in result["reason"] and result["csr_name"] not in known
+    assert "member Secret/karmada-system/karmada-kubeconfig: updated" in result["changes"]
+    agent, new = agent_connection(lab)
+    assert new["data"] != old["data"]
+    assert status_of(lambda: agent.request("GET", karmada.CLUSTER.path(name=K_NAME)))[0] == 200
+
+
+def test_karmada_unregister(lab, hub_api, karmada_env, karmada_registered):
+    member = connection(auth(lab, K_MEMBER), K_MEMBER)
+    es = karmada.execution_namespace(K_NAME)
+    # what agent_install and the agent add: the member's agent objects, and a Work on the hub
+    labels = {"karmada.io/system": "true"}
+    resources.ensure(member, resources.SERVICE_ACCOUNT, {"metadata": {"name": "karmada-agent-sa", "namespace": "karmada-system"}})
+    resources.ensure(member, resources.CLUSTER_ROLE, {"metadata": {"name": "karmada-agent", "labels": labels}, "rules": []})
+    resources.ensure(member, resources.CLUSTER_ROLE_BINDING, {
+        "metadata": {"name": "karmada-agent", "labels": labels},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "karmada-agent"},
+        "subjects": [{"kind": "ServiceAccount", "name": "karmada-agent-sa", "namespace": "karmada-system"}]})
+    assert resources.get(hub_api, karmada.WORK, "probe", es) is not None
+    args = dict(auth(lab, K_MEMBER), engine="karmada", cluster_name=K_NAME, state="absent", hub=auth(lab, "hub"))
+    checked = run_module("cluster_register", args, check_mode=True)
+    assert checked["rc"] == 0 and checked["changed"] is True
+    assert resources.get(hub_api, karmada.CLUSTER, K_NAME) is not None and resources.get(hub_api, karmada.WORK, "probe", es)
+    result = run_module("cluster_register", args, diff=True)
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changes"][:2] == ["hub Work/%s/probe: deleted" % es, "hub Cluster/%s: deleted" % K_NAME]
+    assert result["changes"][-1] == "member Namespace/karmada-system: deleted"
+    assert resources.get(hub_api, karmada.CLUSTER, K_NAME) is None
+    assert resources.get(hub_api, NAMESPACE, es) is None
+    for kind, desired in karmada.agent_hub_objects(K_NAME)[2:]:
+        assert resources.get(hub_api, kind, desired["metadata"]["name"], desired["metadata"].get("namespace")) is None
+    assert resources.get(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE) is not None
+    for kind, name, namespace in karmada.agent_member_objects():
+        assert resources.get(member, kind, name, namespace) is None
+    assert resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE) is None
+    again = run_module("cluster_register", args)
+    assert again["rc"] == 0 and again["changed"] is False
+
+
+def test_karmada_refuses_to_unregister_a_push_cluster(lab, hub_api, karmada_env):
+    resources.ensure(hub_api, karmada.CLUSTER, {"metadata": {"name": "reg-push"}, "spec": {"syncMode": "Push"}})
+    try:
+        args = dict(auth(lab, K_MEMBER), engine="karmada", cluster_name="reg-push", state="absent", hub=auth(lab, "hub"))
+        result = run_module("cluster_register", args)
+        assert result["rc"] == 1 and "Push mode" in result["msg"] and "multicluster.fleet.cluster_join" in result["msg"]
+        assert resources.get(hub_api, karmada.CLUSTER, "reg-push") is not None
+    finally:
+        resources.delete(hub_api, karmada.CLUSTER, "reg-push", wait=True)
+
+
+# --- OCM ------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ocm_env(lab, hub_prepared, hub_api):
+    """The Klusterlet API on the member, a bootstrap token and a ServiceAccount token; cleanup afterwards."""
+    fleet_lab.install_crds(lab.clusters[O_MEMBER], ["klusterlets.operator.open-cluster-management.io"])
+    member = connection(auth(lab, O_MEMBER), O_MEMBER)
+    existing = [ns for ns in (ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE) if resources.get(member, NAMESPACE, ns)]
+    # the ClusterRoles the simulated registration controller installs, as the cluster-manager does
+    manager_roles = ["open-cluster-management:managedcluster:" + agent for agent in ("registration", "work")]
+    manager_roles = [role for role in manager_roles if resources.get(hub_api, resources.CLUSTER_ROLE, role) is None]
+    joins = {"bootstrap": join_credentials(lab, hub_api, "ocm"),
+             "service_account": join_credentials(lab, hub_api, "ocm", service_account=True)}
+    sims = []
+    yield joins, sims
+    for sim in sims:
+        sim.stop()
+    delete_token(hub_api, joins["bootstrap"])
+    delete_all([(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME, None), (hub_api, NAMESPACE, O_NAME, None)]
+               + [(hub_api, CSR, name, None) for name in agent_csrs(hub_api, O_NAME)]
+               + [(hub_api, resources.CLUSTER_ROLE, role, None) for role in manager_roles]
+               + [(member, NAMESPACE, ns, None) for ns in (ocm.AGENT_NAMESPACE, ocm.OPERATOR_NAMESPACE) if ns not in existing])
+
+
+def ocm_args(lab, join, **extra):
+    args = dict(auth(lab, O_MEMBER), engine="ocm", cluster_name=O_NAME, hub_apiserver=join["hub_apiserver"],
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"])
+    args.update(extra)
+    return args
+
+
+def test_ocm_check_mode_and_wrong_pin_write_nothing(lab, hub_api, ocm_env):
+    joins, dummy = ocm_env
+    result = run_module("cluster_register", ocm_args(lab, joins["service_account"]), check_mode=True)
+    assert result["rc"] == 0 and result["changed"] is True and result["joined"] is False
+    wrong = bootstrap.ca_pin(open(lab.clusters[O_MEMBER]["ca_cert"]).read())
+    refused = run_module("cluster_register", ocm_args(lab, joins["service_account"], ca_cert_hashes=[wrong]))
+    assert refused["rc"] == 1 and "refusing to trust" in refused["msg"]
+    for answer in (result, refused):
+        assert no_secret_in(answer, joins["service_account"]["token"])
+    assert_nothing_written(lab, hub_api, "ocm")
+
+
+def test_ocm_join_accept_and_agent_identity(lab, hub_api, ocm_env):
+    joins, sims = ocm_env
+    result = run_module("cluster_register", ocm_args(lab, joins["service_account"], api_endpoint="https://10.0.0.7:6443"))
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changed"] and result["joined"] is False and result["hub_server"] == lab.clusters["hub"]["server"]
+    assert no_secret_in(result, joins["service_account"]["token"])
+    member = connection(auth(lab, O_MEMBER), O_MEMBER)
+    klusterlet = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
+    assert klusterlet["spec"]["clusterName"] == O_NAME
+    assert klusterlet["spec"]["externalServerURLs"] == [{"url": "https://10.0.0.7:6443"}]
+    again = run_module("cluster_register", ocm_args(lab, joins["service_account"], api_endpoint="https://10.0.0.7:6443"))
+    assert again["rc"] == 0 and again["changed"] is False
+    # the klusterlet uses the bootstrap kubeconfig, the hub accepts it
+    sims += [SimulatedKlusterlet(lab, O_MEMBER).start(), SimulatedRegistrationController(lab, [O_NAME]).start()]
+    resources.wait_until(lambda: (bool(agent_csrs(hub_api, O_NAME)), sims[0].status), 30, "the klusterlet CSR")
+    accepted = run_module("csr_accept", dict(auth(lab, "hub"), engine="ocm", clusters=[O_NAME], wait=True))
+    assert accepted["rc"] == 0, accepted.get("msg")
+    hub_secret = sims[0].wait_for(lambda: resources.get(member, SECRET, ocm.HUB_KUBECONFIG_SECRET, ocm.AGENT_NAMESPACE),
+                                  30, "the hub kubeconfig Secret")
+    identity = ocm.agent_common_name(O_NAME, base64.b64decode(hub_secret["data"]["agent-name"]).decode())
+    assert sims[0].identity == identity
+    data = dict((k, base64.b64decode(v).decode()) for k, v in hub_secret["data"].items())
+    parts = pki.read_kubeconfig(data["kubeconfig"])
+    with tempfile.TemporaryDirectory() as directory:
+        files = {}
+        for key, text in (("ca", parts["ca_pem"]), ("cert", data["tls.crt"]), ("key", data["tls.key"])):
+            files[key] = os.path.join(directory, key)
+            with open(files[key], "w") as handle:
+                handle.write(text)
+        agent = client.Cluster("ocm-agent", client.build_configuration(
+            {"host": parts["server"], "ca_cert": files["ca"], "client_cert": files["cert"], "client_key": files["key"]}))
+        sims[0].wait_for(lambda: status_of(lambda: agent.request("GET", ocm.MANAGED_CLUSTER.path(name=O_NAME)))[0] == 200,
+                         30, "the agent's access to its ManagedCluster")
+        for forbidden in (lambda: agent.request("GET", SECRET.path("kube-system", "anything")),
+                          lambda: agent.request("GET", ocm.MANAGED_CLUSTER.path(name="someone-else"))):
+            status, message = status_of(forbidden)
+            assert status == 403 and 'User "%s"' % identity in message
+
+
+def test_ocm_rerun_with_a_new_token_changes_nothing(lab, ocm_env):
+    joins, dummy = ocm_env
+    for check_mode in (True, False):
+        result = run_module("cluster_register", ocm_args(lab, joins["bootstrap"], api_endpoint="https://10.0.0.7:6443"),
+                            check_mode=check_mode)
+        assert result["rc"] == 0, result.get("msg")
+        assert result["changed"] is False and result["joined"] is True and result["certificate_expiration"]
+    member = connection(auth(lab, O_MEMBER), O_MEMBER)
+    stored = resources.get(member, SECRET, ocm.BOOTSTRAP_SECRET, ocm.AGENT_NAMESPACE)
+    assert joins["service_account"]["token"] in base64.b64decode(stored["data"]["kubeconfig"]).decode()
+
+
+def test_ocm_unjoin(lab, hub_api, ocm_env):
+    args = dict(auth(lab, O_MEMBER), engine="ocm", cluster_name=O_NAME, state="absent", hub=auth(lab, "hub"))
+    result = run_module("cluster_register", args)
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changes"] == ["member Klusterlet/klusterlet: deleted",
+                                 "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
+                                 "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
+                                 "hub ManagedCluster/%s: deleted" % O_NAME]
+    assert resources.get(hub_api, ocm.MANAGED_CLUSTER, O_NAME) is None
+    assert_nothing_written(lab, hub_api, "ocm")
+    again = run_module("cluster_register", args)
+    assert again["rc"] == 0 and again["changed"] is False

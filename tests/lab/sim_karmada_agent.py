@@ -1,0 +1,123 @@
+"""Simulation of Karmada's pull-mode agent (karmada-agent) for the lab, which cannot run it (DESIGN.md 4.4 and 5).
+
+``SimulatedKarmadaAgent`` starts as the real agent does from the member's
+``karmada-system/karmada-kubeconfig`` (key ``karmada-kubeconfig``, the certificate ``karmadactl
+register`` obtained by CSR), with the flags of the Deployment ``karmada-system/karmada-agent`` when
+there is one (``--cluster-name``, ``--cluster-api-endpoint``, ``--cluster-provider``,
+``--cluster-region``, ``--cluster-zones``; arguments given to the class win, the defaults are the
+member's lab name and URL): with that certificate it lists the hub's Clusters to make sure no other
+Cluster has the member's id (the UID of its ``kube-system`` namespace), then creates Cluster
+``<cluster>`` with ``syncMode: Pull``, ``apiEndpoint`` and ``id`` (and provider, region, zones when
+given), and keeps its status: ``kubernetesVersion`` and condition ``Ready`` (reason ``ClusterReady``).
+
+Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:agent``) it fails as
+the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
+like a restarted pod; ``error`` holds the message. It does not report the member's credentials to the
+hub (the real agent's ``--report-secrets``): no Secrets under ``karmada-cluster``, no ``secretRef``.
+
+Command line (until interrupted)::
+
+    python tests/lab/sim_karmada_agent.py --lab-dir DIR --cluster member2 [--cluster-name NAME]
+"""
+
+import base64
+import json
+import sys
+
+import lab
+from sim_base import AgentClient, Simulation, get_or_none, run_cli, set_condition
+
+AGENT_NAMESPACE = "karmada-system"
+KUBECONFIG_SECRET = "karmada-kubeconfig"
+CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
+
+
+class SimulatedKarmadaAgent(Simulation):
+    """karmada-agent of lab cluster ``member``, registering it as ``cluster_name`` (default: the member's name)."""
+
+    name = "karmada-agent"
+
+    def __init__(self, fleet, member, cluster_name=None, api_endpoint=None, provider=None, region=None, zones=(),
+                 interval=1.0):
+        super().__init__(interval)
+        self.info = fleet.clusters[member]
+        self.member = lab.ApiClient.for_cluster(self.info)  # stands in for the agent's in-cluster ServiceAccount
+        self.given = {"cluster-name": cluster_name, "cluster-api-endpoint": api_endpoint, "cluster-provider": provider,
+                      "cluster-region": region, "cluster-zones": ",".join(zones)}
+        self.cluster_name = cluster_name or member
+        self.started_from = None  # the karmada-kubeconfig Secret version the agent (re)started with
+
+    def _flags(self):
+        """The agent's settings: the given ones, else its Deployment's flags, else the lab member's name and URL."""
+        flags = {"cluster-name": self.info["name"], "cluster-api-endpoint": self.info["server"]}
+        deployment = get_or_none(self.member, f"/apis/apps/v1/namespaces/{AGENT_NAMESPACE}/deployments/karmada-agent")
+        template = ((deployment or {}).get("spec") or {}).get("template") or {}
+        for container in (template.get("spec") or {}).get("containers") or []:
+            for flag in (container.get("command") or []) + (container.get("args") or []):
+                key, sep, value = flag.lstrip("-").partition("=")
+                if flag.startswith("--") and sep and value:
+                    flags[key] = value
+        flags.update((k, v) for k, v in self.given.items() if v)
+        return flags
+
+    def sync(self):
+        secret = get_or_none(self.member, f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets/{KUBECONFIG_SECRET}")
+        kubeconfig = ((secret or {}).get("data") or {}).get(KUBECONFIG_SECRET)
+        if not kubeconfig:
+            self.status = f"waiting for Secret {AGENT_NAMESPACE}/{KUBECONFIG_SECRET}"
+            return
+        hub = AgentClient.from_kubeconfig(base64.b64decode(kubeconfig), f"{self.workdir}/hub")
+        version = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"])
+        if self.started_from != version:  # a new or changed kubeconfig restarts the agent: it registers again
+            self._register(hub, self._flags())
+            self.started_from = version
+        self._report_status(hub)
+
+    def _register(self, hub, flags):
+        self.cluster_name = flags["cluster-name"]
+        spec = {"syncMode": "Pull", "apiEndpoint": flags["cluster-api-endpoint"]}
+        spec.update((field, flags[flag]) for field, flag in (("provider", "cluster-provider"), ("region", "cluster-region"))
+                    if flags.get(flag))
+        if flags.get("cluster-zones"):
+            spec["zones"] = flags["cluster-zones"].split(",")
+        cluster_id = self.member.get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
+        try:
+            clusters = hub.get(CLUSTERS)["items"]
+        except lab.ApiError as e:
+            self.status = "failed to start"
+            message = json.loads(e.body).get("message") if e.body.startswith("{") else e.body
+            raise lab.LabError(f"failed to check whether cluster id {cluster_id} is unique: {message}") from None
+        for cluster in clusters:
+            if cluster["spec"].get("id") == cluster_id and cluster["metadata"]["name"] != self.cluster_name:
+                self.status = "failed to start"
+                raise lab.LabError(f"the same cluster has been registered with name {cluster['metadata']['name']}")
+        if not any(c["metadata"]["name"] == self.cluster_name for c in clusters):
+            hub.post(CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                                "metadata": {"name": self.cluster_name}, "spec": dict(spec, id=cluster_id)})
+
+    def _report_status(self, hub):
+        cluster = get_or_none(hub, f"{CLUSTERS}/{self.cluster_name}")
+        if cluster is None:  # deleted on the hub: the running agent does not create it again
+            self.status = f"Cluster {self.cluster_name} is gone from the hub"
+            return
+        status = cluster.get("status") or {}
+        conditions, changed = set_condition(status.get("conditions"), "Ready", "True", "ClusterReady",
+                                            "cluster is healthy and ready to accept workloads")
+        version = self.member.get("/version")["gitVersion"]
+        if changed or status.get("kubernetesVersion") != version:
+            cluster["status"] = dict(status, conditions=conditions, kubernetesVersion=version)
+            hub.put(f"{CLUSTERS}/{self.cluster_name}/status", cluster)
+        self.status = f"registered as Cluster {self.cluster_name} (Pull)"
+
+
+def _arguments(parser):
+    parser.add_argument("--cluster-name", help="name to register as (default: --cluster)")
+    parser.add_argument("--cluster-api-endpoint", help="the member's API server URL for the hub (default: the lab's)")
+
+
+def _build(fleet, args):
+    return [SimulatedKarmadaAgent(fleet, args.cluster, cluster_name=args.cluster_name, api_endpoint=args.cluster_api_endpoint)]
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(__doc__.split("\n\n", 1)[0], _arguments, _build))

@@ -1,0 +1,396 @@
+"""Simulation of OCM's klusterlet registration agent (member side) and of the hub's registration
+controller, for the lab, which cannot run either (DESIGN.md 4.6 and 5).
+
+``SimulatedKlusterlet`` does what the registration agent does from the member's
+``open-cluster-management-agent/bootstrap-hub-kubeconfig``: with those bootstrap credentials it
+creates the ManagedCluster (``hubAcceptsClient: false``, the member's URL and CA) and a CSR exactly as
+the agent does (generateName ``<cluster>-``, label ``open-cluster-management.io/cluster-name``, an
+ECDSA P-256 key, CN ``system:open-cluster-management:<cluster>:<agent>``, O the cluster's group and
+``system:open-cluster-management:managed-clusters``, signer ``kubernetes.io/kube-apiserver-client``,
+usages digital signature / key encipherment / client auth), waits until the CSR is approved and
+signed, and writes ``open-cluster-management-agent/hub-kubeconfig-secret`` (``tls.crt``, ``tls.key``,
+``kubeconfig``, ``cluster-name``, ``agent-name``). From then on it speaks to the hub with that
+certificate only: once the hub accepted the cluster it sets ``ManagedClusterJoined``,
+``ManagedClusterConditionAvailable`` and ``ManagedClusterConditionClockSynced`` and the Kubernetes
+version, and renews the lease ``managed-cluster-lease``.
+
+``SimulatedRegistrationController`` is the hub side, run with the hub's admin credentials: it keeps
+the finalizers on the ManagedCluster, and on ``hubAcceptsClient: true`` creates namespace
+``<cluster>``, the cluster's ClusterRole/ClusterRoleBinding and RoleBindings, the lease, and sets
+``HubAcceptedManagedCluster``; when the lease is not renewed for five lease durations it sets
+``ManagedClusterConditionAvailable`` to Unknown. Unlike the real controller it only looks after the
+clusters it is given, so that tests sharing a hub do not see each other's objects changed. On
+deletion of a ManagedCluster it removes the cluster's RBAC and lease, then its finalizers.
+
+Command line (both parts for one member until interrupted)::
+
+    python tests/lab/sim_klusterlet.py --lab-dir DIR --cluster member1 [--cluster-name NAME]
+"""
+
+import base64
+import datetime
+import secrets
+import string
+import sys
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+import lab
+from sim_base import AgentClient, Simulation, apply, condition_true, get_or_none, micro_now, now, parse_time, run_cli, set_condition
+
+AGENT_NAMESPACE = "open-cluster-management-agent"
+BOOTSTRAP_SECRET = "bootstrap-hub-kubeconfig"
+HUB_SECRET = "hub-kubeconfig-secret"
+CLUSTER_LABEL = "open-cluster-management.io/cluster-name"
+SUBJECT_PREFIX = "system:open-cluster-management:"
+MANAGED_CLUSTERS_GROUP = "system:open-cluster-management:managed-clusters"
+SIGNER = "kubernetes.io/kube-apiserver-client"
+LEASE = "managed-cluster-lease"
+FINALIZERS = ["cluster.open-cluster-management.io/resource-cleanup",
+              "cluster.open-cluster-management.io/api-resource-cleanup"]
+MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
+CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+LEASE_RENEW_SECONDS = 10
+
+
+def secret_path(name):
+    return f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets/{name}"
+
+
+def lease_path(cluster):
+    return f"/apis/coordination.k8s.io/v1/namespaces/{cluster}/leases/{LEASE}"
+
+
+def _decode(secret, key):
+    value = (secret.get("data") or {}).get(key)
+    return base64.b64decode(value) if value else None
+
+
+class SimulatedKlusterlet(Simulation):
+    """The klusterlet's registration agent for lab cluster ``member``, registering as ``cluster_name``.
+
+    ``cluster_name`` defaults to the Klusterlet ``klusterlet``'s ``spec.clusterName`` on the member (as
+    the operator passes it to the agent) or else the member's name; ``agent_name`` is random, or the
+    one a previous run stored in ``hub-kubeconfig-secret``.
+    """
+
+    name = "klusterlet"
+
+    def __init__(self, fleet, member, cluster_name=None, agent_name=None, interval=1.0):
+        super().__init__(interval)
+        self.info = fleet.clusters[member]
+        self.member = lab.ApiClient.for_cluster(self.info)  # stands in for the agent's in-cluster ServiceAccount
+        self.given_name = cluster_name
+        self.cluster_name = cluster_name
+        self.agent_name = agent_name
+        self.csr_name = None
+        self._key_pem = None
+        self._renewed = None
+
+    @property
+    def identity(self):
+        return f"{SUBJECT_PREFIX}{self.cluster_name}:{self.agent_name}"
+
+    def sync(self):
+        hub_secret = get_or_none(self.member, secret_path(HUB_SECRET))
+        self._resolve_names(hub_secret)
+        if self._valid(hub_secret):
+            self._run_as_agent(hub_secret)
+        else:
+            self._bootstrap()
+
+    def _resolve_names(self, hub_secret):
+        if not self.given_name:  # the operator (re)starts the agent with the Klusterlet's clusterName
+            klusterlet = get_or_none(self.member, "/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet")
+            name = ((klusterlet or {}).get("spec") or {}).get("clusterName") or self.info["name"]
+            if name != self.cluster_name:
+                self.cluster_name, self.csr_name, self._key_pem = name, None, None
+        if not self.agent_name:
+            stored = _decode(hub_secret or {}, "agent-name")
+            self.agent_name = stored.decode() if stored else "".join(
+                secrets.choice(string.ascii_lowercase + string.digits) for _index in range(5))
+
+    def _valid(self, secret):
+        """The hub secret holds a current certificate for this identity, a key and a kubeconfig."""
+        if not secret or not all(_decode(secret, k) for k in ("kubeconfig", "tls.key", "tls.crt")):
+            return False
+        cert = x509.load_pem_x509_certificate(_decode(secret, "tls.crt"))
+        names = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+        return names == [self.identity] and cert.not_valid_after_utc > datetime.datetime.now(datetime.timezone.utc)
+
+    # -- bootstrap: ManagedCluster, CSR, hub kubeconfig ------------------------------------------------
+
+    def _bootstrap(self):
+        secret = get_or_none(self.member, secret_path(BOOTSTRAP_SECRET))
+        kubeconfig = _decode(secret or {}, "kubeconfig")
+        if not kubeconfig:
+            self.status = f"waiting for Secret {AGENT_NAMESPACE}/{BOOTSTRAP_SECRET}"
+            return
+        hub = AgentClient.from_kubeconfig(kubeconfig, f"{self.workdir}/bootstrap")
+        self._create_managed_cluster(hub)
+        if self.csr_name is None:
+            self._create_csr(hub)
+            return
+        csr = get_or_none(hub, f"{CSRS}/{self.csr_name}")
+        if csr is None:
+            self.csr_name = None  # deleted: ask again
+            return
+        types = {c["type"] for c in (csr.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
+        if "Denied" in types or "Failed" in types:
+            self.status = f"CSR {self.csr_name} was {'denied' if 'Denied' in types else 'failed'}; waiting"
+            return
+        certificate = base64.b64decode((csr.get("status") or {}).get("certificate") or "")
+        if "Approved" not in types or not certificate:
+            self.status = f"waiting for CSR {self.csr_name} to be approved and signed"
+            return
+        self._write_hub_secret(kubeconfig, certificate)
+        self.status = f"hub kubeconfig written from CSR {self.csr_name}"
+        self.csr_name = self._key_pem = None
+
+    def _create_managed_cluster(self, hub):
+        try:
+            if get_or_none(hub, f"{MANAGED_CLUSTERS}/{self.cluster_name}") is None:
+                with open(self.info["ca_cert"], "rb") as f:
+                    ca_bundle = base64.b64encode(f.read()).decode()
+                hub.post(MANAGED_CLUSTERS, {
+                    "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+                    "metadata": {"name": self.cluster_name},
+                    "spec": {"hubAcceptsClient": False,
+                             "managedClusterClientConfigs": [{"url": self.info["server"], "caBundle": ca_bundle}]},
+                })
+        except lab.ApiError as e:
+            if e.status not in (401, 403, 409):  # the real agent skips unauthorized errors and goes on to its CSR
+                raise
+
+    def _create_csr(self, hub):
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, SUBJECT_PREFIX + self.cluster_name),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, MANAGED_CLUSTERS_GROUP),
+            x509.NameAttribute(NameOID.COMMON_NAME, self.identity),
+        ])
+        request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+        created = hub.post(CSRS, {
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+            "metadata": {"generateName": f"{self.cluster_name}-", "labels": {CLUSTER_LABEL: self.cluster_name}},
+            "spec": {"request": base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode(),
+                     "signerName": SIGNER, "usages": ["digital signature", "key encipherment", "client auth"]},
+        })
+        self._key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                          serialization.NoEncryption())
+        self.csr_name = created["metadata"]["name"]
+        self.status = f"created CSR {self.csr_name}"
+
+    def _write_hub_secret(self, bootstrap_kubeconfig, certificate):
+        cert = x509.load_pem_x509_certificate(certificate)
+        key = serialization.load_pem_private_key(self._key_pem, None)
+        if cert.public_key().public_numbers() != key.public_key().public_numbers():
+            raise lab.LabError(f"the certificate of CSR {self.csr_name} does not match its private key")
+        bootstrap = yaml.safe_load(bootstrap_kubeconfig)
+        context = next(c["context"] for c in bootstrap["contexts"] if c["name"] == bootstrap["current-context"])
+        cluster = next(c for c in bootstrap["clusters"] if c["name"] == context["cluster"])
+        # As the agent builds it: the bootstrap cluster, and the key pair as files next to the kubeconfig.
+        kubeconfig = {
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": cluster["name"], "cluster": {
+                "server": cluster["cluster"]["server"],
+                "certificate-authority-data": cluster["cluster"]["certificate-authority-data"]}}],
+            "users": [{"name": "default-auth", "user": {"client-certificate": "tls.crt", "client-key": "tls.key"}}],
+            "contexts": [{"name": "default-context", "context": {
+                "cluster": cluster["name"], "user": "default-auth", "namespace": "configuration"}}],
+            "current-context": "default-context",
+        }
+        data = {"tls.crt": certificate, "tls.key": self._key_pem, "kubeconfig": yaml.safe_dump(kubeconfig).encode(),
+                "cluster-name": self.cluster_name.encode(), "agent-name": self.agent_name.encode()}
+        apply(self.member, f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets", {
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": HUB_SECRET, "namespace": AGENT_NAMESPACE},
+            "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
+        })
+
+    # -- after bootstrap: the agent's own certificate ---------------------------------------------------
+
+    def hub_client(self, secret):
+        """A hub client with the agent certificate of ``hub-kubeconfig-secret``."""
+        kubeconfig = yaml.safe_load(_decode(secret, "kubeconfig"))
+        cluster = kubeconfig["clusters"][0]["cluster"]
+        return AgentClient(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]),
+                           f"{self.workdir}/hub", cert_pem=_decode(secret, "tls.crt"), key_pem=_decode(secret, "tls.key"))
+
+    def _run_as_agent(self, secret):
+        hub = self.hub_client(secret)
+        managed = hub.get(f"{MANAGED_CLUSTERS}/{self.cluster_name}")
+        if not condition_true(managed, "HubAcceptedManagedCluster"):
+            self.status = f"ManagedCluster {self.cluster_name} is not accepted by the hub yet"
+            return
+        conditions = (managed.get("status") or {}).get("conditions") or []
+        changed = False
+        for args in (("ManagedClusterJoined", "True", "ManagedClusterJoined", "Managed cluster joined"),
+                     ("ManagedClusterConditionAvailable", "True", "ManagedClusterAvailable", "Managed cluster is available"),
+                     ("ManagedClusterConditionClockSynced", "True", "ManagedClusterClockSynced",
+                      "The clock of the managed cluster is synced with the hub.")):
+            conditions, one = set_condition(conditions, *args)
+            changed = changed or one
+        version = self.member.get("/version")["gitVersion"]
+        if changed or ((managed.get("status") or {}).get("version") or {}).get("kubernetes") != version:
+            hub.patch(f"{MANAGED_CLUSTERS}/{self.cluster_name}/status",
+                      {"status": {"conditions": conditions, "version": {"kubernetes": version}}})
+        self._renew_lease(hub)
+        self.status = f"joined as {self.identity}"
+
+    def _renew_lease(self, hub):
+        if self._renewed and (datetime.datetime.now(datetime.timezone.utc) - self._renewed).total_seconds() < LEASE_RENEW_SECONDS:
+            return
+        lease = get_or_none(hub, lease_path(self.cluster_name))
+        if lease is None:
+            return  # the hub creates it on acceptance
+        lease["spec"]["renewTime"] = micro_now()
+        hub.put(lease_path(self.cluster_name), lease)
+        self._renewed = datetime.datetime.now(datetime.timezone.utc)
+
+
+class SimulatedRegistrationController(Simulation):
+    """The hub's registration controller for the ManagedClusters named in ``clusters``."""
+
+    name = "registration-controller"
+
+    def __init__(self, fleet, clusters, interval=1.0):
+        super().__init__(interval)
+        self.hub = fleet.api(fleet.hub)
+        self.clusters = list(clusters)
+
+    def sync(self):
+        self._install_cluster_manager_roles()
+        for name in self.clusters:
+            managed = get_or_none(self.hub, f"{MANAGED_CLUSTERS}/{name}")
+            if managed is None:
+                continue
+            if managed["metadata"].get("deletionTimestamp"):
+                self._clean_up(managed)
+                continue
+            finalizers = managed["metadata"].get("finalizers") or []
+            if any(f not in finalizers for f in FINALIZERS):
+                self.hub.patch(f"{MANAGED_CLUSTERS}/{name}", {"metadata": {
+                    "finalizers": finalizers + [f for f in FINALIZERS if f not in finalizers],
+                    "resourceVersion": managed["metadata"]["resourceVersion"]}})
+                continue  # look again with the new resourceVersion
+            if (managed.get("spec") or {}).get("hubAcceptsClient"):
+                self._accept(managed)
+            elif condition_true(managed, "HubAcceptedManagedCluster"):
+                self._remove_bindings(name)
+                self._set_conditions(managed, [("HubAcceptedManagedCluster", "False", "HubClusterAdminDenied",
+                                                "Denied by hub cluster admin")])
+        self.status = f"reconciled {', '.join(self.clusters)}"
+
+    def _install_cluster_manager_roles(self):
+        """ClusterRoles the cluster-manager installs on the hub; the per-cluster RoleBindings refer to them."""
+        for role, rules in (
+            ("registration", [
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch", "update"]},
+                {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["list", "watch", "create"]}]),
+            ("work", [
+                {"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+                {"apiGroups": ["work.open-cluster-management.io"], "resources": ["manifestworks"],
+                 "verbs": ["get", "list", "watch", "update", "patch", "delete"]},
+                {"apiGroups": ["work.open-cluster-management.io"], "resources": ["manifestworks/status"],
+                 "verbs": ["patch", "update"]}]),
+        ):
+            name = f"open-cluster-management:managedcluster:{role}"
+            if get_or_none(self.hub, f"{RBAC}/clusterroles/{name}") is None:
+                self.hub.post(f"{RBAC}/clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                                       "metadata": {"name": name, "labels": {CLUSTER_LABEL: ""}},
+                                                       "rules": rules})
+
+    @staticmethod
+    def _subjects(name):
+        return [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"{SUBJECT_PREFIX}{name}"},
+                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": f"open-cluster-management:{name}"}]
+
+    def _accept(self, managed):
+        name = managed["metadata"]["name"]
+        labels = {CLUSTER_LABEL: name}
+        apply(self.hub, "/api/v1/namespaces",
+              {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+        role = f"open-cluster-management:managedcluster:{name}"
+        apply(self.hub, f"{RBAC}/clusterroles", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": role, "labels": labels},
+            "rules": [
+                {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+                 "verbs": ["create", "get", "list", "watch"]},
+                {"apiGroups": ["register.open-cluster-management.io"], "resources": ["managedclusters/clientcertificates"],
+                 "verbs": ["renew"]},
+                {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclusters"],
+                 "resourceNames": [name], "verbs": ["get", "list", "update", "watch"]},
+                {"apiGroups": ["cluster.open-cluster-management.io"], "resources": ["managedclusters/status"],
+                 "resourceNames": [name], "verbs": ["patch", "update"]}]})
+        apply(self.hub, f"{RBAC}/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": role, "labels": labels}, "subjects": self._subjects(name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}})
+        for agent in ("registration", "work"):
+            apply(self.hub, f"{RBAC}/namespaces/{name}/rolebindings", {
+                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": f"{role}:{agent}", "namespace": name, "labels": labels},
+                "subjects": self._subjects(name),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": f"open-cluster-management:managedcluster:{agent}"}})
+        lease = get_or_none(self.hub, lease_path(name))
+        if lease is None:
+            lease = self.hub.post(f"/apis/coordination.k8s.io/v1/namespaces/{name}/leases", {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": LEASE, "namespace": name, "labels": labels},
+                "spec": {"holderIdentity": LEASE, "renewTime": micro_now()}})
+        updates = [("HubAcceptedManagedCluster", "True", "HubClusterAdminAccepted", "Accepted by hub cluster admin")]
+        grace = 5 * ((managed.get("spec") or {}).get("leaseDurationSeconds") or 60)
+        renewed = parse_time(lease["spec"]["renewTime"])
+        if (condition_true(managed, "ManagedClusterJoined")
+                and (datetime.datetime.now(datetime.timezone.utc) - renewed).total_seconds() > grace):
+            updates.append(("ManagedClusterConditionAvailable", "Unknown", "ManagedClusterLeaseUpdateStopped",
+                            "Registration agent stopped updating its lease."))
+        self._set_conditions(managed, updates)
+
+    def _set_conditions(self, managed, updates):
+        conditions = (managed.get("status") or {}).get("conditions") or []
+        changed = False
+        for update in updates:
+            conditions, one = set_condition(conditions, *update)
+            changed = changed or one
+        if changed:
+            self.hub.patch(f"{MANAGED_CLUSTERS}/{managed['metadata']['name']}/status", {"status": {"conditions": conditions}})
+
+    def _remove_bindings(self, name):
+        role = f"open-cluster-management:managedcluster:{name}"
+        for path in [f"{RBAC}/clusterrolebindings/{role}"] + [
+                f"{RBAC}/namespaces/{name}/rolebindings/{role}:{agent}" for agent in ("registration", "work")]:
+            if get_or_none(self.hub, path) is not None:
+                self.hub.delete(path)
+
+    def _clean_up(self, managed):
+        name = managed["metadata"]["name"]
+        self._remove_bindings(name)
+        for path in (f"{RBAC}/clusterroles/open-cluster-management:managedcluster:{name}", lease_path(name)):
+            if get_or_none(self.hub, path) is not None:
+                self.hub.delete(path)
+        finalizers = [f for f in managed["metadata"].get("finalizers") or [] if f not in FINALIZERS]
+        self.hub.patch(f"{MANAGED_CLUSTERS}/{name}", {"metadata": {
+            "finalizers": finalizers, "resourceVersion": managed["metadata"]["resourceVersion"]}})
+        self.status = f"cleaned up after ManagedCluster {name} at {now()}"
+
+
+def _arguments(parser):
+    parser.add_argument("--cluster-name", help="name to register as (default: the Klusterlet's clusterName, else --cluster)")
+    parser.add_argument("--agent-name", help="agent name (default: random, or the one stored in hub-kubeconfig-secret)")
+
+
+def _build(fleet, args):
+    klusterlet = SimulatedKlusterlet(fleet, args.cluster, cluster_name=args.cluster_name, agent_name=args.agent_name)
+    return [klusterlet, SimulatedRegistrationController(fleet, [args.cluster_name or args.cluster])]
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(__doc__.split("\n\n", 1)[0], _arguments, _build))

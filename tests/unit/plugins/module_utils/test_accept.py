@@ -1,0 +1,327 @@
+"""Accepting clusters: what gets approved, denied and accepted, and what is written (or only dry-run)."""
+
+import base64
+import copy
+import functools
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import accept, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
+
+CSR = resources.CSR
+
+
+@functools.lru_cache(maxsize=None)
+def _key():
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _request(cn, orgs):
+    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+                     + [x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    pem = x509.CertificateSigningRequestBuilder().subject_name(name).sign(_key(), hashes.SHA256())
+    return base64.b64encode(pem.public_bytes(serialization.Encoding.PEM)).decode()
+
+
+def ocm_csr(name, cluster="east", user="system:bootstrap:abc123", cn=None, usages=None, labels=None):
+    cn = cn or "system:open-cluster-management:%s:agent1" % cluster
+    orgs = ["system:open-cluster-management:%s" % cluster, "system:open-cluster-management:managed-clusters"]
+    return {"metadata": {"name": name, "labels": labels or {"open-cluster-management.io/cluster-name": cluster}},
+            "spec": {"request": _request(cn, orgs), "signerName": "kubernetes.io/kube-apiserver-client",
+                     "usages": usages or ["digital signature", "key encipherment", "client auth"],
+                     "username": user, "groups": ["system:bootstrappers", "system:authenticated"]}}
+
+
+def karmada_csr(name, cluster="east", cn=None, user="system:bootstrap:e214n7", labels=None):
+    return {"metadata": {"name": name, "labels": labels or {"karmada.io/system": "true"}},
+            "spec": {"request": _request(cn or "system:karmada:agent:%s" % cluster, ["system:karmada:agents"]),
+                     "signerName": "kubernetes.io/kube-apiserver-client",
+                     "usages": ["digital signature", "key encipherment", "client auth"],
+                     "username": user, "groups": ["system:bootstrappers"]}}
+
+
+class Hub:
+    """The unit tests' FakeCluster plus the CSR ``approval`` subresource (PUT, resourceVersion-guarded)."""
+
+    def __init__(self, fake):
+        self.fake = fake
+        self.name = fake.name
+        self.conflicts = 0
+
+    def add(self, kind, obj):
+        return self.fake.add(kind, obj)
+
+    def get(self, kind, name):
+        return self.fake.objects.get(kind.path(name=name))
+
+    def writes(self):
+        return [(m, p, q) for m, p, q in self.fake.calls if m != "GET"]
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        if method == "PUT" and path.endswith("/approval"):
+            self.fake.calls.append((method, path, dict(query or {})))
+            target = path[:-len("/approval")]
+            current = self.fake.objects[target]
+            if self.conflicts or body["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
+                self.conflicts = max(0, self.conflicts - 1)
+                raise Conflict("conflict", 409, "Conflict")
+            stored = copy.deepcopy(current)
+            stored.setdefault("status", {})["conditions"] = body["status"]["conditions"]
+            if (query or {}).get("dryRun") != "All":
+                stored["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1000)
+                self.fake.objects[target] = stored
+            return copy.deepcopy(stored)
+        return self.fake.request(method, path, body, query, content_type, timeout)
+
+
+@pytest.fixture
+def hub(fake_cluster):
+    return Hub(fake_cluster)
+
+
+def conditions(hub, name):
+    return [(c["type"], c["reason"]) for c in (hub.get(CSR, name).get("status") or {}).get("conditions") or []]
+
+
+def managed_cluster(hub, name="east", accepted=False, joined=False):
+    obj = {"metadata": {"name": name}, "spec": {"hubAcceptsClient": accepted}}
+    if joined:
+        obj["status"] = {"conditions": [{"type": "ManagedClusterJoined", "status": "True"}]}
+    return hub.add(MANAGED_CLUSTER, obj)
+
+
+def failure(call):
+    with pytest.raises(FleetError) as info:
+        call()
+    return info.value
+
+
+class TestOcm:
+    def test_approves_and_accepts(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-abcde"))
+        result = accept.accept(hub, "ocm", ["east"])
+        assert result["changed"] is True
+        assert result["clusters"] == [{"name": "east", "approved": ["east-abcde"], "rejected": [], "denied": [], "accepted": True}]
+        assert conditions(hub, "east-abcde") == [("Approved", "MulticlusterFleetApproved")]
+        message = hub.get(CSR, "east-abcde")["status"]["conditions"][0]["message"]
+        assert "multicluster.fleet csr_accept" in message and "cluster east" in message
+        assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True
+        csr_diff, mc_diff = result["diff"]
+        assert csr_diff["before"]["status"]["conditions"] == [] and csr_diff["after"]["status"]["conditions"][0]["type"] == "Approved"
+        assert (mc_diff["before"]["spec"]["hubAcceptsClient"], mc_diff["after"]["spec"]["hubAcceptsClient"]) == (False, True)
+        assert mc_diff["before_header"] == "ManagedCluster/east"
+
+    def test_second_run_changes_nothing(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-abcde"))
+        accept.accept(hub, "ocm", ["east"])
+        hub.fake.calls.clear()
+        result = accept.accept(hub, "ocm", ["east"])
+        assert result == {"changed": False, "diff": [], "clusters": [
+            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}]}
+        assert hub.writes() == []
+
+    def test_accepted_after_the_csr_was_garbage_collected(self, hub):
+        managed_cluster(hub, accepted=True, joined=True)
+        assert accept.accept(hub, "ocm", ["east"])["changed"] is False
+        assert hub.writes() == []
+
+    def test_check_mode_only_dry_runs(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-abcde"))
+        result = accept.accept(hub, "ocm", ["east"], check_mode=True)
+        assert result["changed"] is True and result["clusters"][0]["approved"] == ["east-abcde"]
+        assert result["clusters"][0]["accepted"] is True
+        assert hub.writes() and all(query == {"dryRun": "All"} for _m, _p, query in hub.writes())
+        assert conditions(hub, "east-abcde") == []
+        assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is False
+
+    def test_pre_accepted_cluster_still_needs_its_csr_approved(self, hub):
+        managed_cluster(hub, accepted=True)
+        hub.add(CSR, ocm_csr("east-abcde"))
+        result = accept.accept(hub, "ocm", ["east"])
+        assert result["clusters"][0]["approved"] == ["east-abcde"] and len(result["diff"]) == 1
+
+    def test_missing_managed_cluster(self, hub):
+        hub.add(CSR, ocm_csr("east-abcde"))
+        error = failure(lambda: accept.accept(hub, "ocm", ["east"]))
+        assert "east (ManagedCluster east does not exist on the hub yet" in error.msg
+        # the CSR itself was fine and approved; acceptance waits for the ManagedCluster
+        assert error.details["clusters"][0]["approved"] == ["east-abcde"] and error.details["changed"] is True
+
+    def test_no_csr_yet(self, hub):
+        managed_cluster(hub)
+        error = failure(lambda: accept.accept(hub, "ocm", ["east"]))
+        assert error.msg == "cluster 'hub': not accepted: east (no pending CSR from its agent yet)"
+        assert error.details["changed"] is False and hub.writes() == []
+
+    def test_addon_and_other_clusters_csrs_are_left_alone(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-abcde"))
+        hub.add(CSR, ocm_csr("west-abcde", cluster="west"))
+        hub.add(CSR, ocm_csr("addon-east-x", cn="system:open-cluster-management:cluster:east:addon:proxy:agent:a",
+                             labels={"open-cluster-management.io/cluster-name": "east",
+                                     "open-cluster-management.io/addon-name": "proxy"}))
+        result = accept.accept(hub, "ocm", ["east"], deny_invalid=True)
+        assert result["clusters"][0]["approved"] == ["east-abcde"] and result["clusters"][0]["rejected"] == []
+        assert conditions(hub, "west-abcde") == [] and conditions(hub, "addon-east-x") == []
+        assert hub.fake.calls[0][2] == {"labelSelector": "open-cluster-management.io/cluster-name in (east),"
+                                                         "!open-cluster-management.io/addon-name", "fieldSelector": None}
+
+
+class TestRefusals:
+    def test_invalid_csr_is_reported_not_approved(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-bad", usages=["client auth", "server auth"]))
+        error = failure(lambda: accept.accept(hub, "ocm", ["east"]))
+        assert "east (no acceptable CSR; refused: east-bad (usage server auth is not allowed" in error.msg
+        rejected = error.details["clusters"][0]["rejected"]
+        assert rejected == [{"name": "east-bad", "requester": "system:bootstrap:abc123",
+                             "reasons": ["usage server auth is not allowed: an agent gets a client certificate"]}]
+        assert hub.writes() == [] and hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is False
+
+    def test_deny_invalid(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-bad", usages=["client auth", "server auth"]))
+        hub.add(CSR, ocm_csr("east-good"))
+        result = accept.accept(hub, "ocm", ["east"], deny_invalid=True)
+        assert result["clusters"][0]["denied"] == ["east-bad"] and result["clusters"][0]["approved"] == ["east-good"]
+        assert conditions(hub, "east-bad") == [("Denied", "MulticlusterFleetDenied")]
+        assert "usage server auth" in hub.get(CSR, "east-bad")["status"]["conditions"][0]["message"]
+        # denied CSRs are no longer pending: the next run neither reports nor touches them
+        again = accept.accept(hub, "ocm", ["east"], deny_invalid=True)
+        assert again["changed"] is False and again["clusters"][0]["rejected"] == []
+
+    def test_several_requesters_approve_none(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-aaaaa", user="system:bootstrap:aaaaaa"))
+        hub.add(CSR, ocm_csr("east-bbbbb", user="system:bootstrap:bbbbbb"))
+        error = failure(lambda: accept.accept(hub, "ocm", ["east"], deny_invalid=True))
+        assert "several requesters ask for cluster east (system:bootstrap:aaaaaa, system:bootstrap:bbbbbb)" in error.msg
+        assert [r["name"] for r in error.details["clusters"][0]["rejected"]] == ["east-aaaaa", "east-bbbbb"]
+        assert hub.writes() == []  # neither approved nor denied: one of them is the real agent
+
+    def test_requesters_choose(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-aaaaa", user="system:bootstrap:aaaaaa"))
+        hub.add(CSR, ocm_csr("east-bbbbb", user="system:bootstrap:bbbbbb"))
+        result = accept.accept(hub, "ocm", ["east"], requesters=["system:bootstrap:bbbbbb"], deny_invalid=True)
+        cluster = result["clusters"][0]
+        assert cluster["approved"] == ["east-bbbbb"] and cluster["denied"] == ["east-aaaaa"]
+        assert cluster["rejected"][0]["reasons"] == ["requester system:bootstrap:aaaaaa is not one of requesters (system:bootstrap:bbbbbb)"]
+
+    def test_same_requester_twice_approves_both(self, hub):
+        managed_cluster(hub)
+        hub.add(CSR, ocm_csr("east-aaaaa"))
+        hub.add(CSR, ocm_csr("east-bbbbb"))
+        assert accept.accept(hub, "ocm", ["east"])["clusters"][0]["approved"] == ["east-aaaaa", "east-bbbbb"]
+
+    def test_bad_csr_approved_by_someone_else_is_warned_about(self, hub):
+        managed_cluster(hub, accepted=True, joined=True)
+        bad = ocm_csr("east-bad", user="kubernetes-admin")
+        bad["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "manual"}]}
+        hub.add(CSR, bad)
+        warnings = []
+        result = accept.accept(hub, "ocm", ["east"], warn=warnings.append)
+        assert result["changed"] is False
+        assert len(warnings) == 1 and "CSR east-bad was approved earlier, not by this module" in warnings[0]
+        assert "requester kubernetes-admin" in warnings[0]
+
+    @pytest.mark.parametrize("engine, name, fragment", [
+        ("ocm", "East", "DNS-1123 label of 1-63"), ("ocm", "a" * 64, "1-63"), ("karmada", "a" * 49, "1-48"),
+        ("karmada", "-east", "invalid"), ("karmada", "rbac-generator", "all-powerful helper identity"),
+    ])
+    def test_cluster_names(self, hub, engine, name, fragment):
+        assert fragment in failure(lambda: accept.accept(hub, engine, [name])).msg
+        assert hub.fake.calls == []
+
+    def test_empty_clusters(self, hub):
+        assert "clusters is empty" in failure(lambda: accept.accept(hub, "ocm", [])).msg
+
+
+class TestKarmada:
+    def test_found_by_common_name(self, hub):
+        hub.add(CSR, karmada_csr("csr-anything"))
+        result = accept.accept(hub, "karmada", ["east"])
+        assert result["clusters"][0]["approved"] == ["csr-anything"] and result["clusters"][0]["accepted"] is True
+        assert len(result["diff"]) == 1  # no ManagedCluster for Karmada
+        assert accept.accept(hub, "karmada", ["east"])["changed"] is False
+
+    def test_karmadactl_name_with_another_clusters_identity(self, hub):
+        hub.add(CSR, karmada_csr("east-q7x2z", cn="system:karmada:agent:west"))
+        error = failure(lambda: accept.accept(hub, "karmada", ["east"], deny_invalid=True))
+        assert "CN system:karmada:agent:west is not system:karmada:agent:east" in error.msg
+        assert conditions(hub, "east-q7x2z") == [("Denied", "MulticlusterFleetDenied")]
+
+    def test_unrelated_names_are_not_claimed(self, hub):
+        hub.add(CSR, karmada_csr("east-long-name", cn="system:karmada:agent:west"))
+        hub.add(CSR, karmada_csr("east-abcde", cn="system:karmada:agent:west", labels={"app": "x"}))
+        error = failure(lambda: accept.accept(hub, "karmada", ["east"], deny_invalid=True))
+        assert "no pending CSR from its agent yet" in error.msg and hub.writes() == []
+
+    def test_pull_cluster_counts_as_accepted(self, hub):
+        hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
+        assert accept.accept(hub, "karmada", ["east"])["clusters"][0]["accepted"] is True
+        push = {"metadata": {"name": "west"}, "spec": {"syncMode": "Push", "id": "y"}}
+        hub.add(CLUSTER, push)
+        assert "west (no pending CSR" in failure(lambda: accept.accept(hub, "karmada", ["west"])).msg
+
+
+class TestConcurrency:
+    def test_conflict_is_retried(self, hub):
+        hub.add(CSR, karmada_csr("east-abcde"))
+        hub.conflicts = 2
+        assert accept.accept(hub, "karmada", ["east"])["clusters"][0]["approved"] == ["east-abcde"]
+        assert [m for m, _p, _q in hub.writes()] == ["PUT", "PUT", "PUT"]
+
+    def test_approved_by_someone_else_meanwhile(self, hub):
+        stored = hub.add(CSR, karmada_csr("east-abcde"))
+        original = hub.request
+
+        def racing(method, path, body=None, query=None, **kwargs):
+            if method == "PUT" and not hub.writes():
+                stored["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "AutoApproved"}]}
+                stored["metadata"]["resourceVersion"] = "999"
+            return original(method, path, body, query, **kwargs)
+        hub.request = racing
+        result = accept.accept(hub, "karmada", ["east"])
+        assert result["changed"] is False and result["clusters"][0] == {
+            "name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}
+
+
+class TestWait:
+    def test_waits_for_the_csr(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        managed_cluster(hub)
+        lists = []
+        original = hub.request
+
+        def appearing(method, path, body=None, query=None, **kwargs):
+            if method == "GET" and path.endswith("/certificatesigningrequests"):
+                lists.append(path)
+                if len(lists) == 3:
+                    hub.add(CSR, ocm_csr("east-late"))
+            return original(method, path, body, query, **kwargs)
+        hub.request = appearing
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30)
+        assert len(lists) == 3 and result["clusters"][0]["approved"] == ["east-late"]
+
+    def test_timeout_names_the_clusters_still_waiting(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        managed_cluster(hub, "east", accepted=True, joined=True)
+        managed_cluster(hub, "west")
+        hub.add(CSR, ocm_csr("west-bad", cluster="west", user="mallory"))
+        with pytest.raises(WaitTimeout) as info:
+            accept.accept(hub, "ocm", ["east", "west"], wait=True, timeout=0.05)
+        assert info.value.msg.startswith("cluster 'hub': timed out after 0.05s waiting for the agent CSRs of west: west: "
+                                         "no acceptable CSR; refused: west-bad (requester mallory")
+        assert info.value.details["waiting"] == ["west"] and hub.writes() == []

@@ -1,0 +1,549 @@
+"""Unit tests for module_utils/register.py (and the pull-registration facts of karmada.py / ocm.py).
+
+The member, the hub (admin) and the hub as the bootstrap token sees it are in-memory fakes; a test CA
+signs the agent CSRs the way the hub's kube-apiserver-client signer does.
+"""
+
+import base64
+import contextlib
+import datetime
+import json
+
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from conftest import FakeCluster
+from fake_ca import FakeCA
+
+UTC = datetime.timezone.utc
+TOKEN = "abcdef.0123456789abcdef"
+OTHER_TOKEN = "zyxwvu.9876543210zyxwvu"
+SA_TOKEN = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2ln"
+HUB_URL = "https://hub.example:6443"
+CLUSTER = "member1"
+AGENT_SECRET_PATH = SECRET.path(karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET)
+
+
+@pytest.fixture(scope="module")
+def ca():
+    return FakeCA()
+
+
+@pytest.fixture
+def pin(ca):
+    return bootstrap.ca_pin(ca.pem)
+
+
+class FakeDiscovery:
+    """Stands in for bootstrap.discover_hub: answers with the CA, or raises the queued errors first."""
+
+    def __init__(self, ca, server="https://internal.hub:6443", errors=()):
+        self.ca = ca
+        self.server = server
+        self.errors = list(errors)
+        self.calls = []
+
+    def __call__(self, server_url, token, **kwargs):
+        self.calls.append(dict(kwargs, server_url=server_url, token=token))
+        if self.errors:
+            raise self.errors.pop(0)
+        return {"server": self.server, "ca_pem": self.ca.pem, "ca_pins": [bootstrap.ca_pin(self.ca.pem)], "kubeconfig": "..."}
+
+
+class BootstrapHub(FakeCluster):
+    """The hub as the bootstrap token sees it: CSRs are approved and signed at once, or denied, or left pending."""
+
+    def __init__(self, ca, verdict="approve", days=365):
+        super().__init__("hub")
+        self.ca = ca
+        self.verdict = verdict
+        self.days = days
+        self.posted = []
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        answer = super().request(method, path, body, query, content_type, timeout)
+        if method == "POST" and path == CSR.path():
+            self.posted.append((body, dict(query or {})))
+            stored = self.objects.get(CSR.path(name=body["metadata"]["name"]))
+            if stored is not None and self.verdict == "approve":
+                request = base64.b64decode(body["spec"]["request"]).decode()
+                stored["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "AutoApproved"}],
+                                    "certificate": base64.b64encode(self.ca.sign_request(request, self.days).encode()).decode()}
+            elif stored is not None and self.verdict == "deny":
+                stored["status"] = {"conditions": [{"type": "Denied", "status": "True", "reason": "Nope",
+                                                    "message": "not this one"}]}
+        return answer
+
+
+def connector(bootstrap_hub, seen=None):
+    @contextlib.contextmanager
+    def connect(server, ca_pem, token):
+        if seen is not None:
+            seen.append((server, ca_pem, token))
+        yield bootstrap_hub
+    return connect
+
+
+def reg(engine="karmada", **kwargs):
+    kwargs.setdefault("state", "present")
+    if kwargs["state"] == "present":
+        kwargs.setdefault("hub_apiserver", HUB_URL)
+        kwargs.setdefault("token", TOKEN if engine == "karmada" else SA_TOKEN)
+        kwargs.setdefault("unsafe_skip_ca_verification", "ca_cert_hashes" not in kwargs)
+    return register.Registration(engine, kwargs.pop("cluster_name", CLUSTER), **kwargs)
+
+
+def secret_text(cluster, path, key):
+    return base64.b64decode(cluster.objects[path]["data"][key]).decode()
+
+
+def assert_no_secrets(result, *values):
+    text = json.dumps(result)
+    for value in values:
+        assert value not in text
+    assert "PRIVATE KEY" not in text
+
+
+# --- options -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine, name, ok", [
+    ("karmada", "a" * 48, True), ("karmada", "a" * 49, False), ("ocm", "a" * 63, True), ("ocm", "a" * 64, False),
+    ("ocm", "Member1", False), ("karmada", "-m", False), ("ocm", "", False), ("karmada", "m.1", False),
+])
+def test_cluster_names(engine, name, ok):
+    if ok:
+        register.validate_cluster_name(engine, name)
+    else:
+        with pytest.raises(FleetError, match="invalid cluster name"):
+            register.validate_cluster_name(engine, name)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(token=None), "needs hub_apiserver and token"),
+    (dict(hub_apiserver=None), "needs hub_apiserver and token"),
+    (dict(hub_apiserver="http://hub:6443"), "https://"),
+    (dict(token=SA_TOKEN), "a bootstrap token must have the form"),
+    (dict(unsafe_skip_ca_verification=False), "no CA pin given"),
+    (dict(ca_cert_hashes=["md5:00"]), "sha256:<64 hexadecimal digits>"),
+    (dict(csr_wait_timeout=0), "csr_wait_timeout must be at least 1"),
+    (dict(cert_expiration_seconds=60), "cert_expiration_seconds must be at least 600"),
+    (dict(renew_before=-1), "renew_before must be at least 0"),
+    (dict(api_endpoint="ftp://x"), "invalid api_endpoint"),
+])
+def test_registration_refuses(kwargs, fragment):
+    with pytest.raises(FleetError) as exc_info:
+        reg(**kwargs)
+    assert fragment in exc_info.value.msg
+    assert SA_TOKEN not in exc_info.value.msg and TOKEN not in exc_info.value.msg
+
+
+def test_registration_normalizes():
+    request = reg(hub_apiserver="hub.example:6443", ca_cert_hashes=["SHA256:" + "AB" * 32], renew_before=7)
+    assert request.hub_apiserver == HUB_URL and request.ca_pins == ["sha256:" + "ab" * 32]
+    assert request.renew_before == datetime.timedelta(days=7)
+    assert reg("ocm").token == SA_TOKEN  # OCM also takes ServiceAccount tokens
+    absent = register.Registration("karmada", CLUSTER, state="absent")  # no token, hub or pin needed
+    assert absent.hub_apiserver is None and absent.ca_pins == []
+
+
+# --- Karmada facts -----------------------------------------------------------------------------------
+
+
+def test_agent_hub_objects_least_privilege():
+    objects = karmada.agent_hub_objects("m2")
+    refs = [kind.ref(o["metadata"]["name"], o["metadata"].get("namespace")) for kind, o in objects]
+    assert refs == [
+        "Namespace/karmada-cluster", "Namespace/karmada-es-m2",
+        "ClusterRole/system:karmada:m2:agent", "ClusterRoleBinding/system:karmada:m2:agent",
+        "Role/karmada-cluster/system:karmada:m2:agent-secret", "RoleBinding/karmada-cluster/system:karmada:m2:agent-secret",
+        "Role/karmada-es-m2/system:karmada:m2:agent-work", "RoleBinding/karmada-es-m2/system:karmada:m2:agent-work",
+    ]
+    cluster_wide = objects[2][1]["rules"]
+    assert not [r for r in cluster_wide if {"secrets", "works", "*"} & set(r["resources"])]
+    assert objects[4][1]["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
+    for kind, binding in objects[3::2]:
+        assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:karmada:agent:m2"}]
+        assert binding["roleRef"]["name"] == binding["metadata"]["name"]
+        assert binding["roleRef"]["kind"] == ("ClusterRole" if kind is resources.CLUSTER_ROLE_BINDING else "Role")
+
+
+# --- Karmada present -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster_fakes(ca):
+    member, hub = FakeCluster("member"), FakeCluster("hub")
+    return member, hub, BootstrapHub(ca)
+
+
+def register_karmada(member, hub, bootstrap_hub, request, discovery, check_mode=False, seen=None):
+    return register.karmada_present(member, hub, request, check_mode, connect=connector(bootstrap_hub, seen),
+                                    discover_hub=discovery)
+
+
+def test_karmada_fresh_registration(ca, pin, cluster_fakes):
+    member, hub, bootstrap_hub = cluster_fakes
+    discovery, seen = FakeDiscovery(ca), []
+    result = register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin], cert_expiration_seconds=86400),
+                              discovery, seen=seen)
+    assert result["changed"] is True and result["reason"].startswith("there is no karmada-system/karmada-kubeconfig")
+    assert discovery.calls[0]["ca_pins"] == [pin] and discovery.calls[0]["allow_unsigned"] is False
+    assert seen == [(HUB_URL, ca.pem, TOKEN)]  # the CSR goes to hub_apiserver with the token, trusting the discovered CA
+    (body, query), = bootstrap_hub.posted
+    assert query == {}
+    assert body["metadata"]["name"] == result["csr_name"] and body["metadata"]["labels"] == {"karmada.io/system": "true"}
+    assert result["csr_name"].startswith("member1-") and len(result["csr_name"]) == len("member1-") + 5
+    assert body["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client"
+    assert body["spec"]["usages"] == ["digital signature", "key encipherment", "client auth"]
+    assert body["spec"]["expirationSeconds"] == 86400
+    request = x509.load_pem_x509_csr(base64.b64decode(body["spec"]["request"]))
+    assert [a.value for a in request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)] == ["system:karmada:agent:member1"]
+    assert [a.value for a in request.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == ["system:karmada:agents"]
+    # the member's Secret: the agent kubeconfig with server, CA, the issued certificate and its key
+    stored = member.objects[AGENT_SECRET_PATH]
+    assert stored["type"] == "Opaque" and stored["metadata"]["labels"] == {"karmada.io/system": "true"}
+    assert member.objects[NAMESPACE.path(None, "karmada-system")]["metadata"]["labels"] == {"karmada.io/system": "true"}
+    config = yaml.safe_load(secret_text(member, AGENT_SECRET_PATH, "karmada-kubeconfig"))
+    assert config["current-context"] == "member1@karmada-apiserver"
+    assert config["clusters"][0]["name"] == "karmada-apiserver" and config["users"][0]["name"] == "member1"
+    parts = pki.read_kubeconfig(yaml.safe_dump(config))
+    assert parts["server"] == HUB_URL and parts["ca_pem"] == ca.pem
+    assert pki.client_certificate_problem(parts["client_cert_pem"], parts["client_key_pem"], ca.pem,
+                                          "system:karmada:agent:member1", "system:karmada:agents") is None
+    # hub RBAC first, then the CSR, then the member
+    assert result["changes"][:2] == ["hub Namespace/karmada-cluster: created", "hub Namespace/karmada-es-member1: created"]
+    assert result["changes"][-3:] == ["hub CertificateSigningRequest/%s: created" % result["csr_name"],
+                                      "member Namespace/karmada-system: created",
+                                      "member Secret/karmada-system/karmada-kubeconfig: created"]
+    assert len(hub.objects) == 8
+    assert result["ca_pins"] == [pin] and result["hub_server"] == HUB_URL and result["agent_user"] == "system:karmada:agent:member1"
+    assert result["certificate_expiration"] == pki.describe(pki.load_certificates(parts["client_cert_pem"])[0])["not_after"]
+    assert [d["before_header"] for d in result["diff"]][-1] == "member Secret/karmada-system/karmada-kubeconfig"
+    assert_no_secrets(result, TOKEN, parts["client_key_pem"].splitlines()[1])
+
+
+def test_karmada_rerun_keeps_a_good_certificate_without_the_token(ca, pin, cluster_fakes):
+    member, hub, bootstrap_hub = cluster_fakes
+    register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    before = json.dumps(member.objects, sort_keys=True)
+    never = FakeDiscovery(ca, errors=[AssertionError("no discovery expected")])
+    result = register_karmada(member, hub, BootstrapHub(ca), reg(ca_cert_hashes=[pin], token=OTHER_TOKEN), never)
+    assert result["changed"] is False and result["reason"] is None and result["csr_name"] is None
+    assert never.calls == [] and json.dumps(member.objects, sort_keys=True) == before
+    assert result["changes"][-1] == "member Secret/karmada-system/karmada-kubeconfig: unchanged"
+    assert result["ca_pins"] == [pin] and result["certificate_expiration"]
+
+
+def test_karmada_without_hub_credentials_touches_member_only(ca, cluster_fakes):
+    member, dummy, bootstrap_hub = cluster_fakes
+    result = register_karmada(member, None, bootstrap_hub, reg(), FakeDiscovery(ca))
+    assert result["changed"] and not any(c.startswith(("ClusterRole", "Role")) for c in result["changes"])
+    assert AGENT_SECRET_PATH in member.objects
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (dict(hub_apiserver="https://elsewhere:6443"), "points at https://hub.example:6443, not https://elsewhere:6443"),
+    (dict(renew_before=400), "within the renewal window"),
+])
+def test_karmada_requests_a_new_certificate_when_the_stored_one_does_not_fit(ca, pin, cluster_fakes, change, fragment):
+    member, hub, bootstrap_hub = cluster_fakes
+    register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    result = register_karmada(member, None, bootstrap_hub, reg(**dict(dict(ca_cert_hashes=[pin]), **change)), FakeDiscovery(ca))
+    assert fragment in result["reason"]
+    assert result["changed"] and len(bootstrap_hub.posted) == 2
+    assert "member Secret/karmada-system/karmada-kubeconfig: updated" in result["changes"]
+
+
+def test_karmada_refuses_to_replace_another_clusters_agent(ca, pin, cluster_fakes):
+    member, hub, bootstrap_hub = cluster_fakes
+    register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    discovery = FakeDiscovery(ca)
+    with pytest.raises(FleetError) as exc_info:
+        register_karmada(member, hub, bootstrap_hub, reg(cluster_name="member9"), discovery)
+    assert exc_info.value.msg == ("the member's agent kubeconfig belongs to system:karmada:agent:member1, not to cluster "
+                                  "member9: refusing to replace another cluster's agent (unregister member1 first)")
+    assert discovery.calls == [] and hub.objects == {} and len(bootstrap_hub.posted) == 1
+
+
+def test_credentials_problem_checks_the_pin_and_the_parts(ca, pin):
+    cert, key = ca.client("system:karmada:agent:member1", ["system:karmada:agents"])
+    args = ("system:karmada:agent:member1", "system:karmada:agents")
+    assert register.credentials_problem(reg(ca_cert_hashes=[pin]), HUB_URL, ca.pem, cert, key, *args) is None
+    assert register.credentials_problem(reg(), HUB_URL, ca.pem, cert, key, *args) is None  # unsafe: no pin to match
+    wrong = "sha256:" + "0" * 64
+    assert register.credentials_problem(reg(ca_cert_hashes=[wrong]), HUB_URL, ca.pem, cert, key, *args) == (
+        "the stored hub CA (%s) is none of ca_cert_hashes" % pin)
+    assert "lack the hub CA" in register.credentials_problem(reg(), HUB_URL, None, cert, key, *args)
+    assert "no PEM certificate" in register.credentials_problem(reg(), HUB_URL, "junk", cert, key, *args)
+
+
+def test_karmada_renews_near_expiry(ca, pin, cluster_fakes, monkeypatch):
+    member, hub, bootstrap_hub = cluster_fakes
+    first = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    expires = datetime.datetime.strptime(first["certificate_expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    monkeypatch.setattr(register, "_now", lambda: expires - datetime.timedelta(days=31))
+    assert register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))["changed"] is False
+    monkeypatch.setattr(register, "_now", lambda: expires - datetime.timedelta(days=29))
+    renewed = register_karmada(member, None, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    assert renewed["changed"] and "within the renewal window" in renewed["reason"]
+
+
+def test_karmada_force_internal_endpoint_lookup(ca, cluster_fakes):
+    member, dummy, bootstrap_hub = cluster_fakes
+    seen = []
+    result = register_karmada(member, None, bootstrap_hub, reg(force_internal_endpoint_lookup=True),
+                              FakeDiscovery(ca, server="https://10.0.0.1:6443"), seen=seen)
+    assert seen[0][0] == result["hub_server"] == "https://10.0.0.1:6443"
+    assert pki.read_kubeconfig(secret_text(member, AGENT_SECRET_PATH, "karmada-kubeconfig"))["server"] == "https://10.0.0.1:6443"
+    # on re-runs the stored server is not compared with hub_apiserver
+    again = register_karmada(member, None, bootstrap_hub, reg(force_internal_endpoint_lookup=True), FakeDiscovery(ca))
+    assert again["changed"] is False
+
+
+def test_karmada_check_mode_writes_nothing(ca, cluster_fakes):
+    member, hub, bootstrap_hub = cluster_fakes
+    result = register_karmada(member, hub, bootstrap_hub, reg(), FakeDiscovery(ca), check_mode=True)
+    assert result["changed"] is True and result["certificate_expiration"] is None
+    assert member.objects == {} and hub.objects == {} and bootstrap_hub.objects == {}
+    (body, query), = bootstrap_hub.posted  # the CSR is a server-side dry run: token and RBAC still checked
+    assert query == {"dryRun": "All"} and body["metadata"]["name"] == result["csr_name"]
+    assert result["changes"][-1] == "member Secret/karmada-system/karmada-kubeconfig: created"
+    assert all(query.get("dryRun") == "All" for method, path, query in member.calls + hub.calls if method != "GET")
+
+
+def test_karmada_denied_csr_fails_fast_and_leaves_the_member_alone(ca, cluster_fakes):
+    member = cluster_fakes[0]
+    with pytest.raises(FleetError) as exc_info:
+        register_karmada(member, None, BootstrapHub(ca, verdict="deny"), reg(), FakeDiscovery(ca))
+    assert "was denied (Nope: not this one)" in exc_info.value.msg and "member was not changed" in exc_info.value.msg
+    assert exc_info.value.details["csr_name"].startswith("member1-")
+    assert member.objects == {}
+
+
+def test_karmada_csr_wait_timeout_says_how_to_approve(ca, cluster_fakes):
+    member = cluster_fakes[0]
+    with pytest.raises(FleetError) as exc_info:
+        register_karmada(member, None, BootstrapHub(ca, verdict="pending"), reg(csr_wait_timeout=1), FakeDiscovery(ca))
+    msg = exc_info.value.msg
+    assert "got no certificate within 1s (not approved yet)" in msg and "multicluster.fleet.csr_accept" in msg
+    assert "member was not changed" in msg and exc_info.value.details["csr_name"] in msg
+    assert member.objects == {}
+
+
+def test_karmada_refuses_a_certificate_from_another_ca(ca, cluster_fakes):
+    member = cluster_fakes[0]
+    with pytest.raises(FleetError, match="cannot be used: the certificate was not issued by the stored hub CA"):
+        register_karmada(member, None, BootstrapHub(FakeCA("rogue")), reg(), FakeDiscovery(ca))
+    assert member.objects == {}
+
+
+def test_discovery_waits_for_the_signer_then_gives_up(ca):
+    missing = bootstrap.MissingSignature("no signature for token id abcdef in kube-public/cluster-info: the token is "
+                                         "unknown, expired or not allowed to sign")
+    naps = []
+    discovery = FakeDiscovery(ca, errors=[missing, missing])
+    found = register.discover(reg(discovery_timeout=30), discovery, sleep=naps.append)
+    assert found["ca_pem"] == ca.pem and len(discovery.calls) == 3 and naps == [2.0, 2.0]
+    with pytest.raises(FleetError) as exc_info:
+        register.discover(reg(discovery_timeout=0), FakeDiscovery(ca, errors=[missing]), sleep=naps.append)
+    assert "unknown, expired or not allowed to sign (checked for 0s" in exc_info.value.msg
+    with pytest.raises(FleetError, match="does not verify"):  # other discovery failures are not retried
+        register.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
+
+
+# --- Karmada absent ---------------------------------------------------------------------------------------
+
+
+def registered(ca, pin, sync_mode="Pull"):
+    member, hub = FakeCluster("member"), FakeCluster("hub")
+    register_karmada(member, hub, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    hub.add(karmada.CLUSTER, {"metadata": {"name": CLUSTER}, "spec": {"syncMode": sync_mode}})
+    for name in ("w1", "w2"):
+        hub.add(karmada.WORK, {"metadata": {"name": name, "namespace": "karmada-es-member1"}})
+    hub.add(karmada.WORK, {"metadata": {"name": "w3", "namespace": "karmada-es-other"}})
+    for kind, name, namespace in karmada.agent_member_objects()[:-1]:
+        member.add(kind, {"metadata": {"name": name, "namespace": namespace} if namespace else {"name": name}})
+    return member, hub
+
+
+def deletes(cluster):
+    return [path for method, path, dummy in cluster.calls if method == "DELETE"]
+
+
+def test_karmada_absent_removes_hub_then_member_in_order(ca, pin):
+    member, hub = registered(ca, pin)
+    result = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    assert result["changed"] and result["warnings"] == []
+    assert deletes(hub) == [
+        karmada.WORK.path("karmada-es-member1", "w1"), karmada.WORK.path("karmada-es-member1", "w2"),
+        karmada.CLUSTER.path(None, CLUSTER),
+        resources.ROLE_BINDING.path("karmada-es-member1", "system:karmada:member1:agent-work"),
+        resources.ROLE.path("karmada-es-member1", "system:karmada:member1:agent-work"),
+        resources.ROLE_BINDING.path("karmada-cluster", "system:karmada:member1:agent-secret"),
+        resources.ROLE.path("karmada-cluster", "system:karmada:member1:agent-secret"),
+        resources.CLUSTER_ROLE_BINDING.path(None, "system:karmada:member1:agent"),
+        resources.CLUSTER_ROLE.path(None, "system:karmada:member1:agent"),
+        NAMESPACE.path(None, "karmada-es-member1"),
+    ]
+    assert NAMESPACE.path(None, "karmada-cluster") in hub.objects  # shared with other clusters
+    assert karmada.WORK.path("karmada-es-other", "w3") in hub.objects
+    assert deletes(member) == [
+        resources.DEPLOYMENT.path("karmada-system", "karmada-agent"), resources.CLUSTER_ROLE_BINDING.path(None, "karmada-agent"),
+        resources.CLUSTER_ROLE.path(None, "karmada-agent"), resources.SERVICE_ACCOUNT.path("karmada-system", "karmada-agent-sa"),
+        AGENT_SECRET_PATH, NAMESPACE.path(None, "karmada-system"),
+    ]
+    again = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    assert again["changed"] is False and all(c.endswith(": absent") for c in again["changes"])
+
+
+def test_karmada_absent_check_mode_and_member_only(ca, pin):
+    member, hub = registered(ca, pin)
+    checked = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"), check_mode=True)
+    assert checked["changed"] and deletes(hub) == [] and deletes(member) == []
+    result = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    assert "the hub still lists cluster member1" in result["warnings"][0]
+    assert deletes(hub) == [] and AGENT_SECRET_PATH not in member.objects
+
+
+def test_karmada_absent_keeps_an_unlabelled_karmada_system(ca, pin):
+    member, hub = registered(ca, pin)
+    member.objects[NAMESPACE.path(None, "karmada-system")]["metadata"]["labels"] = {}
+    register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    assert NAMESPACE.path(None, "karmada-system") in member.objects
+
+
+def test_karmada_absent_refuses_push_clusters_and_other_agents(ca, pin):
+    member, hub = registered(ca, pin, sync_mode="Push")
+    with pytest.raises(FleetError, match="registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join"):
+        register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    with pytest.raises(FleetError, match="belongs to system:karmada:agent:member1, not to cluster other: refusing to unregister"):
+        register.karmada_absent(member, hub, register.Registration("karmada", "other", state="absent"))
+    assert deletes(hub) == [] and deletes(member) == []
+
+
+# --- OCM ---------------------------------------------------------------------------------------------------
+
+
+class NoKlusterletApi(FakeCluster):
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        if path.startswith(ocm.KLUSTERLET.path()):
+            raise NotFound("404", 404)
+        return super().request(method, path, body, query, content_type, timeout)
+
+
+def joined(member, ca, cluster_name=CLUSTER, server=HUB_URL):
+    """Write the hub kubeconfig Secret the registration agent writes once its CSR was approved."""
+    cert, key = ca.client(ocm.agent_common_name(cluster_name, "abcde"),
+                          [ocm.agent_organization(cluster_name), "system:open-cluster-management:managed-clusters"])
+    kubeconfig = yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "default-context",
+        "clusters": [{"name": "hub", "cluster": {"server": server, "certificate-authority-data": pki.b64(ca.pem)}}],
+        "users": [{"name": "default-auth", "user": {"client-certificate": "tls.crt", "client-key": "tls.key"}}],
+        "contexts": [{"name": "default-context", "context": {"cluster": "hub", "user": "default-auth"}}]})
+    data = {"kubeconfig": kubeconfig, "tls.crt": cert, "tls.key": key, "cluster-name": cluster_name, "agent-name": "abcde"}
+    member.add(SECRET, {"metadata": {"name": ocm.HUB_KUBECONFIG_SECRET, "namespace": ocm.AGENT_NAMESPACE},
+                        "data": dict((k, pki.b64(v)) for k, v in data.items())})
+
+
+BOOTSTRAP_PATH = SECRET.path(ocm.AGENT_NAMESPACE, ocm.BOOTSTRAP_SECRET)
+
+
+def test_ocm_join_writes_bootstrap_kubeconfig_and_klusterlet(ca, pin):
+    member = FakeCluster("member")
+    discovery = FakeDiscovery(ca)
+    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"),
+                                  discover_hub=discovery)
+    assert discovery.calls[0]["allow_unsigned"] is True and discovery.calls[0]["token"] == SA_TOKEN
+    assert result["changed"] and result["joined"] is False and result["hub_server"] == HUB_URL
+    config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))
+    assert config["current-context"] == "bootstrap" and config["users"] == [{"name": "bootstrap", "user": {"token": SA_TOKEN}}]
+    assert config["clusters"][0] == {"name": "hub", "cluster": {"server": HUB_URL, "certificate-authority-data": pki.b64(ca.pem)}}
+    klusterlet = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]
+    assert klusterlet["spec"] == {"clusterName": CLUSTER, "namespace": "open-cluster-management-agent",
+                                  "externalServerURLs": [{"url": "https://10.0.0.7:6443"}],
+                                  "registrationConfiguration": {"registrationDriver": {"authType": "csr"}}}
+    assert result["changes"] == ["member Namespace/open-cluster-management: created",
+                                 "member Namespace/open-cluster-management-agent: created",
+                                 "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: created",
+                                 "member Klusterlet/klusterlet: created"]
+    assert_no_secrets(result, SA_TOKEN)
+    again = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"),
+                                 discover_hub=FakeDiscovery(ca))
+    assert again["changed"] is False
+
+
+def test_ocm_joined_member_keeps_its_bootstrap_secret_for_a_new_token(ca, pin):
+    member = FakeCluster("member")
+    register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin]), discover_hub=FakeDiscovery(ca))
+    joined(member, ca)
+    never = FakeDiscovery(ca, errors=[AssertionError("no discovery expected")])
+    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], token=OTHER_TOKEN), discover_hub=never)
+    assert result["changed"] is False and result["joined"] is True and result["reason"] is None
+    assert result["certificate_expiration"] and never.calls == []
+    assert OTHER_TOKEN not in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
+
+
+@pytest.mark.parametrize("stored_cluster, stored_server, fragment", [
+    ("member2", HUB_URL, "is for cluster member2, not member1"),  # e.g. a Klusterlet renamed by hand
+    (CLUSTER, "https://old-hub:6443", "points at https://old-hub:6443"),
+])
+def test_ocm_rejoins_when_the_stored_certificate_does_not_fit(ca, stored_cluster, stored_server, fragment):
+    member = FakeCluster("member")
+    joined(member, ca, stored_cluster, stored_server)
+    result = register.ocm_present(member, None, reg("ocm", token=OTHER_TOKEN), discover_hub=FakeDiscovery(ca))
+    assert fragment in result["reason"] and result["joined"] is False
+    assert OTHER_TOKEN in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
+
+
+def test_ocm_check_mode_and_missing_klusterlet_api(ca):
+    member = FakeCluster("member")
+    result = register.ocm_present(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca))
+    assert result["changed"] and member.objects == {}
+    bare = NoKlusterletApi("member")
+    discovery = FakeDiscovery(ca)
+    with pytest.raises(FleetError, match="install the klusterlet operator first"):
+        register.ocm_present(bare, None, reg("ocm"), discover_hub=discovery)
+    assert bare.objects == {} and discovery.calls == []
+
+
+def test_ocm_absent(ca):
+    member, hub = FakeCluster("member"), FakeCluster("hub")
+    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    joined(member, ca)
+    hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": CLUSTER}})
+    result = register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent"))
+    assert result["changes"] == ["member Klusterlet/klusterlet: deleted",
+                                 "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
+                                 "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
+                                 "hub ManagedCluster/member1: deleted"]
+    assert hub.objects == {} and NAMESPACE.path(None, "open-cluster-management-agent") in member.objects
+    alone = register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent"))
+    assert alone["changed"] is False and "the hub still lists ManagedCluster member1" in alone["warnings"][0]
+
+
+def test_ocm_absent_refuses_another_clusters_klusterlet(ca):
+    member = FakeCluster("member")
+    register.ocm_present(member, None, reg("ocm", cluster_name="member2"), discover_hub=FakeDiscovery(ca))
+    with pytest.raises(FleetError, match="registers cluster member2, not member1: refusing to unjoin another cluster"):
+        register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent"))
+    discovery = FakeDiscovery(ca)
+    with pytest.raises(FleetError, match="refusing to join as another cluster [(]unjoin member2 first[)]"):
+        register.ocm_present(member, None, reg("ocm"), discover_hub=discovery)
+    assert deletes(member) == [] and discovery.calls == []
+
+
+def test_run_dispatches(ca, monkeypatch):
+    calls = []
+    for name in ("karmada_present", "karmada_absent", "ocm_present", "ocm_absent"):
+        monkeypatch.setattr(register, name, lambda *args, _name=name: calls.append(_name) or {})
+    for engine in ("karmada", "ocm"):
+        register.run(None, None, reg(engine))
+        register.run(None, None, register.Registration(engine, CLUSTER, state="absent"))
+    assert calls == ["karmada_present", "karmada_absent", "ocm_present", "ocm_absent"]
