@@ -76,8 +76,6 @@ class MissingSignature(FleetError):
     """cluster-info carries no signature for the token: unknown, expired, not signing, or not signed yet."""
 
 
-
-
 # --- tokens -----------------------------------------------------------------------------------
 
 

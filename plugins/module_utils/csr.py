@@ -52,7 +52,6 @@ DENIED = "denied"
 FAILED = "failed"
 
 
-
 def name_of(csr):
     return (csr.get("metadata") or {}).get("name") or "?"
 
