@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The test command: sanity, unit and integration tests (integration against a real lab).
+# The test command: sanity, ansible-lint, unit and integration tests (integration against a real lab),
+# and the molecule scenarios (site.yml converge, idempotence, verify, detach on a fresh lab per engine).
 #
 #   bash tests/run.sh                 # everything
-#   bash tests/run.sh sanity|unit|integration ...   # selected stages
+#   bash tests/run.sh sanity|lint|unit|integration|molecule ...   # selected stages
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/tests/setup.sh"
 cd "$root"
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(sanity unit integration)
+[ ${#stages[@]} -gt 0 ] || stages=(sanity lint unit integration molecule)
 
 run_sanity() {
   # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
@@ -23,6 +24,24 @@ run_sanity() {
   return "$status"
 }
 
+link_collection() {
+  # Make the checkout importable as multicluster.fleet (ansible-lint, molecule) without installing it.
+  local collections="$root/tests/output/collections"
+  mkdir -p "$collections/ansible_collections/multicluster"
+  ln -sfn "$root" "$collections/ansible_collections/multicluster/fleet"
+  export ANSIBLE_COLLECTIONS_PATH="$collections"
+}
+
+run_molecule() {
+  local status=0 scenario
+  link_collection
+  for scenario in karmada ocm; do
+    echo "[tests] molecule test -s $scenario" >&2
+    molecule test -s "$scenario" || status=1
+  done
+  return "$status"
+}
+
 # Every stage runs even when an earlier one failed, so one run shows all failures.
 failed=()
 for stage in "${stages[@]}"; do
@@ -32,7 +51,9 @@ for stage in "${stages[@]}"; do
     integration)
       echo "[tests] integration (lab)" >&2
       python -m pytest tests/integration -q -p no:cacheprovider || failed+=(integration) ;;
-    *) echo "unknown stage: $stage (sanity, unit, integration)" >&2; exit 2 ;;
+    lint) echo "[tests] ansible-lint (production profile)" >&2; (link_collection && ansible-lint) || failed+=(lint) ;;
+    molecule) (run_molecule) || failed+=(molecule) ;;
+    *) echo "unknown stage: $stage (sanity, lint, unit, integration, molecule)" >&2; exit 2 ;;
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then

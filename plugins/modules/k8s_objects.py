@@ -1,0 +1,233 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: k8s_objects
+short_description: Apply or remove a set of Kubernetes objects of known kinds, such as an operator bundle
+version_added: 0.1.0
+description:
+  - Makes a list of manifests exist (O(state=present)) or not (O(state=absent)) on one cluster - namespaces,
+    CRDs, ServiceAccounts, RBAC, Deployments, Secrets, ConfigMaps and the Karmada and OCM custom resources.
+    The roles of this collection install the OCM cluster-manager and klusterlet operator bundles and the
+    karmada-agent with it.
+  - Objects are applied in the order given; an object that exists is merge-patched with the fields of its
+    manifest only when one of them differs, so a second run reports no change. A CRD that was created or
+    changed is waited for until it is C(Established) before the next object, which may be of its kind.
+  - Objects are removed in reverse order, so a bundle that lists namespaces and CRDs first removes them last.
+  - Only known kinds are accepted (the core kinds listed under O(objects), Karmada C(Cluster) and C(Work), OCM
+    C(ManagedCluster), C(ManifestWork), C(ClusterManager) and C(Klusterlet)); their REST paths are known, so no
+    API discovery is made. Other kinds fail with the list of known ones.
+author:
+  - multicluster.fleet maintainers (@multicluster-fleet)
+options:
+  objects:
+    description:
+      - The manifests, each with C(apiVersion), C(kind) and C(metadata.name). Documents of C(kind=List) are expanded.
+      - "Known core kinds: C(v1) Namespace, Secret, ConfigMap, ServiceAccount; C(rbac.authorization.k8s.io/v1)
+        ClusterRole, ClusterRoleBinding, Role, RoleBinding; C(apps/v1) Deployment; C(apiextensions.k8s.io/v1)
+        CustomResourceDefinition; C(certificates.k8s.io/v1) CertificateSigningRequest."
+      - To apply a Jinja2 template, render it on the controller and pass the result, for example
+        C(lookup('ansible.builtin.template', 'bundle.yaml.j2') | ansible.builtin.from_yaml_all | list).
+      - The values of Secret manifests (C(data), C(stringData)) are masked in every result.
+      - Exactly one of O(objects) and O(src) is required.
+    type: list
+    elements: raw
+  src:
+    description:
+      - Path of a YAML or JSON file with the manifests, one document each (separated by C(---)), or of a directory
+        whose C(*.yaml), C(*.yml) and C(*.json) files are read in name order.
+    type: path
+  namespace:
+    description:
+      - Namespace for namespaced objects whose manifest has none.
+    type: str
+  state:
+    description:
+      - V(present) creates or updates the objects, V(absent) deletes them.
+    type: str
+    choices: [present, absent]
+    default: present
+  existing:
+    description:
+      - What O(state=present) does with an object that exists. V(update) merge-patches it to match the manifest.
+      - V(keep) leaves it as it is and only creates missing objects, the way Helm treats the CRDs of a chart
+        (an existing CRD may be newer, or owned by another installation).
+    type: str
+    choices: [update, keep]
+    default: update
+  keep_unlabeled:
+    description:
+      - With O(state=absent), leave in place an object that lacks a label its manifest sets; it was not created
+        from this manifest (for example a CRD installed before). It is reported as unchanged.
+    type: bool
+    default: false
+  wait:
+    description:
+      - With O(state=present), wait until every Deployment is C(Available) for its current generation, every CRD is
+        C(Established) and every object of another kind has the O(wait_conditions).
+      - With O(state=absent), wait until each object is gone (its finalizers done) before deleting the next one.
+    type: bool
+    default: false
+  wait_conditions:
+    description:
+      - With O(wait), the status conditions objects other than Deployments and CRDs must have, for example the
+        C(Applied=True) of an OCM ClusterManager. Without them such objects are not waited for.
+      - A C(status.observedGeneration) older than the object's generation means its controller has not seen the
+        current spec yet; the wait goes on until it has.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      type:
+        description: The condition type.
+        type: str
+        required: true
+      status:
+        description: The condition status to wait for.
+        type: str
+        choices: ["True", "False", "Unknown"]
+        default: "True"
+  wait_timeout:
+    description:
+      - How many seconds each wait may take.
+    type: int
+    default: 120
+extends_documentation_fragment:
+  - multicluster.fleet.auth
+  - multicluster.fleet.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Writes are server-side dry runs. Objects in a namespace or of a CRD that the same run would create are
+        reported as created.
+  diff_mode:
+    support: full
+    details:
+      - One before/after per object that changes; Secret values are masked.
+  idempotent:
+    support: full
+notes:
+  - Merge patches set the fields of the manifest; fields that others (controllers, defaults) set are kept, and a
+    field removed from the manifest is not removed from the object.
+seealso:
+  - module: multicluster.fleet.cluster_info
+"""
+
+EXAMPLES = r"""
+- name: Install an operator bundle rendered from a template and wait for its Deployment
+  multicluster.fleet.k8s_objects:
+    kubeconfig: /etc/fleet/hub.kubeconfig
+    objects: "{{ lookup('ansible.builtin.template', 'cluster-manager.yaml.j2') | ansible.builtin.from_yaml_all | list }}"
+    wait: true
+
+- name: Configure OCM's ClusterManager and wait until the operator applied it
+  multicluster.fleet.k8s_objects:
+    objects:
+      - apiVersion: operator.open-cluster-management.io/v1
+        kind: ClusterManager
+        metadata:
+          name: cluster-manager
+        spec:
+          registrationConfiguration:
+            featureGates:
+              - feature: ResourceCleanup
+                mode: Enable
+    wait: true
+    wait_conditions:
+      - type: Applied
+      - type: HubRegistrationDegraded
+        status: "False"
+
+- name: Create the CRDs of a bundle only where they are missing
+  multicluster.fleet.k8s_objects:
+    src: /opt/bundles/crds.yaml
+    existing: keep
+
+- name: A namespace and a ConfigMap in it
+  multicluster.fleet.k8s_objects:
+    context: member1
+    objects:
+      - apiVersion: v1
+        kind: Namespace
+        metadata:
+          name: fleet-demo
+      - apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: settings
+        data:
+          region: eu-west-1
+    namespace: fleet-demo
+
+- name: Remove them again, each deletion finished before the next
+  multicluster.fleet.k8s_objects:
+    context: member1
+    src: /opt/bundles/demo.yaml
+    state: absent
+    wait: true
+"""
+
+RETURN = r"""
+objects:
+  description:
+    - What happened to each object, C(Kind/namespace/name) (or C(Kind/name)) and one of V(created), V(updated),
+      V(unchanged), V(deleted), V(absent). In the order applied (reverse order for O(state=absent)).
+  returned: success
+  type: list
+  elements: str
+  sample: ["Namespace/open-cluster-management: created", "Deployment/open-cluster-management/cluster-manager: unchanged"]
+"""
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import objects, work
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+
+
+def run(module):
+    params = module.params
+    manifests = params["objects"]
+    if manifests is None:
+        manifests = [manifest for manifest, _origin in work.load_sources([params["src"]])]
+    module.no_log_values.update(work.secret_values(objects.expand(manifests)))
+    items = objects.prepare(manifests, params["namespace"])
+    cluster = module.cluster(label=params["context"] or params["host"] or "cluster")
+    if params["state"] == "present":
+        conditions = [(c["type"], c["status"]) for c in params["wait_conditions"]]
+        outcomes = objects.apply(cluster, items, module.check_mode, params["existing"], params["wait"], params["wait_timeout"],
+                                 conditions)
+    else:
+        outcomes = objects.remove(cluster, items, module.check_mode, params["keep_unlabeled"], params["wait"],
+                                  params["wait_timeout"])
+    return objects.result(outcomes)
+
+
+def main():
+    module = FleetModule(
+        argument_spec=dict(
+            objects=dict(type="list", elements="raw"),
+            src=dict(type="path"),
+            namespace=dict(type="str"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            existing=dict(type="str", choices=list(objects.EXISTING), default="update"),
+            keep_unlabeled=dict(type="bool", default=False),
+            wait=dict(type="bool", default=False),
+            wait_timeout=dict(type="int", default=120),
+            wait_conditions=dict(type="list", elements="dict", default=[], options=dict(
+                type=dict(type="str", required=True),
+                status=dict(type="str", choices=["True", "False", "Unknown"], default="True"),
+            )),
+        ),
+        mutually_exclusive=[("objects", "src")],
+        required_one_of=[("objects", "src")],
+    )
+    module.run(run)
+
+
+if __name__ == "__main__":
+    main()

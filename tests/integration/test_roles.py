@@ -1,0 +1,164 @@
+"""The roles on the lab with their options: hub_init installs and configures OCM's cluster manager
+(registration drivers, feature gates, auto-approval, resource QoS), agent_install a Singleton
+klusterlet, both refuse inconsistent settings with a clear message, and uninstalling refuses while
+accepted clusters remain, then removes what was installed. The simulations play the operators.
+"""
+
+import re
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET
+from runner import run_playbook
+
+RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", re.MULTILINE)
+HUB_OPTIONS = {
+    "fleet_engine": "ocm",
+    "hub_init_ocm_registry": "mirror.example/ocm",
+    "hub_init_ocm_tag": "v9.9.9",
+    "hub_init_ocm_registration_drivers": ["csr", "grpc"],
+    "hub_init_ocm_grpc_endpoint_host": "grpc.hub.example",
+    "hub_init_ocm_feature_gates": [{"feature": "ResourceCleanup", "mode": "Disable"},
+                                   {"feature": "ManagedClusterAutoApproval", "mode": "Enable"}],
+    "hub_init_ocm_auto_approve_identities": ["system:serviceaccount:open-cluster-management:agent-registration-bootstrap"],
+    "hub_init_ocm_resource_qos_class": "ResourceRequirement",
+    "hub_init_ocm_resource_requests": {"cpu": "100m", "memory": "128Mi"},
+    "hub_init_ocm_resource_limits": {"cpu": "1000m", "memory": "1Gi"},  # stored as cpu "1": still no change on re-runs
+}
+MEMBER_OPTIONS = {
+    "agent_install_ocm_mode": "Singleton",
+    "agent_install_ocm_resource_qos_class": "ResourceRequirement",
+    "agent_install_ocm_resource_requests": {"cpu": "50m"},
+    "agent_install_ocm_resource_limits": {"cpu": "500m", "memory": "256Mi"},
+}
+JOIN = {"agent_install_hub_apiserver": "{{ hostvars['hub-cluster'].hub_init_join.hub_apiserver }}",
+        "agent_install_token": "{{ hostvars['hub-cluster'].hub_init_join.token }}",
+        "agent_install_ca_cert_hashes": "{{ hostvars['hub-cluster'].hub_init_join.ca_cert_hashes }}"}
+
+
+def hub_play(*tasks, **variables):
+    return {"name": "hub", "hosts": "hub", "gather_facts": False, "vars": dict(HUB_OPTIONS, **variables), "tasks": list(tasks)}
+
+
+def role(name, **variables):
+    return {"name": "role " + name, "ansible.builtin.include_role": {"name": "multicluster.fleet." + name},
+            "vars": variables}
+
+
+def changes(done):
+    return dict((host, (int(changed), int(failed))) for host, changed, failed in RECAP.findall(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def clusters(lab, simulations):
+    hub = client.get_cluster({"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}, "hub")
+    member = client.get_cluster({"kubeconfig": lab.clusters["member1"]["kubeconfig"], "context": "member1"}, "member1")
+    return hub, member
+
+
+@pytest.fixture(scope="module")
+def member_crd_before(clusters):
+    """Whether member1 served the Klusterlet CRD before these tests (then the roles must keep it)."""
+    return resources.get(clusters[1], resources.CRD, "klusterlets.operator.open-cluster-management.io") is not None
+
+
+def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clusters, member_crd_before):
+    cases = [
+        ("hub_init", {"hub_init_ocm_resource_requests": {"cpu": "2", "memory": "128Mi"}},
+         "resource requests must not exceed their limits: cpu request 2 > limit 1000m"),
+        ("hub_init", {"hub_init_ocm_resource_limits": {"cpu": "lots"}}, "not a Kubernetes quantity: cpu"),
+        ("hub_init", {"hub_init_ocm_grpc_endpoint_host": ""}, "the grpc driver needs hub_init_ocm_grpc_endpoint_host"),
+        ("hub_init", {"hub_init_ocm_feature_gates": []}, "need the feature gate ManagedClusterAutoApproval with mode Enable"),
+        ("agent_install", {"agent_install_ocm_mode": "Hosted"}, "agent_install_ocm_mode Hosted is not supported"),
+        ("agent_install", {"agent_install_ocm_registration_driver": "grpc"}, "agent_install_ocm_registration_driver grpc is not supported"),
+    ]
+    tasks = []
+    for index, (name, variables, _message) in enumerate(cases):
+        tasks.append({"name": "case %d" % index, "block": [role(name, **variables)],
+                      "rescue": [{"ansible.builtin.debug": {"msg": "CASE %d: {{ ansible_failed_result.msg }}" % index}}]})
+    done = run_playbook([hub_play(*tasks, agent_install_cluster_name="member1")], inventory=lab.inventory)
+    assert done.returncode == 0, done.stdout[-3000:]
+    for index, (_name, _variables, message) in enumerate(cases):
+        line = re.search(r'"msg": "CASE %d: (.*)"' % index, done.stdout)
+        assert line and message in line.group(1), (index, line and line.group(1))
+    hub, _member = clusters
+    assert resources.get(hub, CLUSTER_MANAGER, "cluster-manager") is None
+
+
+class TestOcmHubAndSingletonKlusterlet:
+    def test_hub_init_configures_the_cluster_manager(self, lab, clusters):
+        done = run_playbook([hub_play(role("hub_init"))], inventory=lab.inventory)
+        assert done.returncode == 0, done.stdout[-3000:]
+        hub, _member = clusters
+        spec = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")["spec"]
+        identities = HUB_OPTIONS["hub_init_ocm_auto_approve_identities"]
+        assert spec["registrationImagePullSpec"] == "mirror.example/ocm/registration:v9.9.9"
+        assert spec["registrationConfiguration"] == {
+            "featureGates": HUB_OPTIONS["hub_init_ocm_feature_gates"],
+            "registrationDrivers": [{"authType": "csr", "csr": {"autoApprovedIdentities": identities}},
+                                    {"authType": "grpc", "grpc": {"autoApprovedIdentities": identities}}]}
+        assert spec["serverConfiguration"]["endpointsExposure"] == [
+            {"protocol": "grpc", "usage": "agentToHub", "grpc": {"type": "hostname", "hostname": {"host": "grpc.hub.example"}}}]
+        assert spec["resourceRequirement"] == {"type": "ResourceRequirement", "resourceRequirements": {
+            "requests": HUB_OPTIONS["hub_init_ocm_resource_requests"], "limits": HUB_OPTIONS["hub_init_ocm_resource_limits"]}}
+        operator = resources.get(hub, resources.DEPLOYMENT, "cluster-manager", "open-cluster-management")
+        container = operator["spec"]["template"]["spec"]["containers"][0]
+        assert container["image"] == "mirror.example/ocm/registration-operator:v9.9.9"
+        assert container["resources"] == {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+        # What the (simulated) operator made of it: the hub components, a gRPC server among them, with that QoS.
+        grpc = resources.get(hub, resources.DEPLOYMENT, "cluster-manager-grpc-server", "open-cluster-management-hub")
+        assert grpc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1Gi"
+        manager = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")
+        assert resources.condition_is(manager, "Applied") and resources.condition_is(manager, "HubRegistrationDegraded", "False")
+
+    def test_second_run_changes_nothing_and_agent_install_deploys_a_singleton_klusterlet(self, lab, clusters):
+        member_play = {"name": "member", "hosts": "member1", "gather_facts": False,
+                       "vars": dict(MEMBER_OPTIONS, fleet_engine="ocm", **JOIN), "roles": ["multicluster.fleet.agent_install"]}
+        done = run_playbook([hub_play(role("hub_init")), member_play], inventory=lab.inventory)
+        assert done.returncode == 0, done.stdout[-3000:]
+        recap = changes(done)
+        assert recap["hub-cluster"] == (0, 0) and recap["member1"][0] > 0, recap
+        _hub, member = clusters
+        klusterlet = resources.get(member, KLUSTERLET, "klusterlet")
+        assert klusterlet["spec"]["deployOption"] == {"mode": "Singleton"}
+        assert klusterlet["spec"]["clusterName"] == "member1"
+        assert klusterlet["spec"]["registrationConfiguration"] == {"registrationDriver": {"authType": "csr"}}
+        assert resources.condition_is(klusterlet, "Applied") and resources.condition_is(klusterlet, "Available")
+        agent = resources.get(member, resources.DEPLOYMENT, "klusterlet-agent", "open-cluster-management-agent")
+        assert agent["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+            "requests": {"cpu": "50m"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
+        assert resources.get(member, resources.DEPLOYMENT, "klusterlet-registration-agent", "open-cluster-management-agent") is None
+
+    def test_uninstall_refuses_while_a_cluster_is_accepted(self, lab, clusters):
+        tasks = [
+            {"name": "accept member1", "multicluster.fleet.csr_accept": {
+                "engine": "ocm", "kubeconfig": "{{ kubeconfig }}", "clusters": ["member1"], "wait": True, "timeout": 60}},
+            {"name": "uninstall", "block": [role("hub_init", hub_init_state="absent")],
+             "rescue": [{"ansible.builtin.debug": {"msg": "REFUSED: {{ ansible_failed_result.msg }}"}}]},
+        ]
+        done = run_playbook([hub_play(*tasks)], inventory=lab.inventory)
+        assert done.returncode == 0, done.stdout[-3000:]
+        assert ('REFUSED: the hub still has accepted member clusters: member1; detach them first (playbooks/detach.yml) '
+                'or set hub_init_force=true') in done.stdout
+        hub, _member = clusters
+        assert resources.get(hub, CLUSTER_MANAGER, "cluster-manager") is not None
+
+    def test_uninstall_removes_what_the_roles_installed(self, lab, clusters, member_crd_before):
+        member_play = {"name": "member", "hosts": "member1", "gather_facts": False,
+                       "vars": dict(MEMBER_OPTIONS, fleet_engine="ocm", agent_install_state="absent",
+                                    agent_install_hub={"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}),
+                       "roles": ["multicluster.fleet.agent_install"]}
+        done = run_playbook([member_play, hub_play(role("hub_init", hub_init_state="absent"))], inventory=lab.inventory)
+        assert done.returncode == 0, done.stdout[-3000:]
+        hub, member = clusters
+        assert resources.get(hub, CLUSTER_MANAGER, "cluster-manager") is None
+        for name in ("open-cluster-management", "open-cluster-management-hub"):
+            assert resources.get(hub, resources.NAMESPACE, name) is None
+        assert resources.get(hub, resources.CLUSTER_ROLE, "cluster-manager") is None
+        assert resources.get(hub, resources.CRD, "clustermanagers.operator.open-cluster-management.io") is not None  # the lab's
+        for name in ("open-cluster-management", "open-cluster-management-agent"):
+            assert resources.get(member, resources.NAMESPACE, name) is None
+        crd = resources.get(member, resources.CRD, "klusterlets.operator.open-cluster-management.io")
+        assert (crd is not None) is member_crd_before  # removed when the role created it
+        assert resources.get(member, resources.CLUSTER_ROLE_BINDING, "klusterlet") is None

@@ -1,0 +1,181 @@
+"""The playbooks end to end on the lab: site.yml registers both members for each engine, a member
+with a broken kubeconfig fails alone and is named in the summary, a second run changes nothing,
+deploy_work.yml delivers a workload, and detach.yml returns the lab to its starting state, object by
+object. The lab's simulations play the operators, agents and hub controllers (tests/lab/simulate.py).
+"""
+
+import os
+import re
+
+import pytest
+import yaml
+
+from runner import ROOT, run_playbook
+
+import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
+
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)\s+rescued=(\d+)",
+                   re.MULTILINE)
+# Objects the lab's simulations of the engines' own controllers create and keep, not the playbooks:
+# the ClusterRoles OCM's cluster-manager installs for its per-cluster RoleBindings.
+SIMULATION_OWNED = {"ClusterRole/open-cluster-management:managedcluster:registration",
+                    "ClusterRole/open-cluster-management:managedcluster:work"}
+KINDS = (
+    ("Namespace", "/api/v1/namespaces"),
+    ("ServiceAccount", "/api/v1/serviceaccounts"),
+    ("Secret", "/api/v1/secrets"),
+    ("ConfigMap", "/api/v1/configmaps"),
+    ("ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
+    ("ClusterRoleBinding", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+    ("Role", "/apis/rbac.authorization.k8s.io/v1/roles"),
+    ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/rolebindings"),
+    ("Deployment", "/apis/apps/v1/deployments"),
+    ("CustomResourceDefinition", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
+)
+HUB_KINDS = KINDS + (
+    ("Cluster", "/apis/cluster.karmada.io/v1alpha1/clusters"),
+    ("ManagedCluster", "/apis/cluster.open-cluster-management.io/v1/managedclusters"),
+    ("ClusterManager", "/apis/operator.open-cluster-management.io/v1/clustermanagers"),
+)
+
+
+def snapshot(lab):
+    """Every object of the kinds the playbooks write, per cluster, as ``Kind/namespace/name``.
+
+    Left out: what Kubernetes derives by itself (ServiceAccount token Secrets, the ``kube-root-ca.crt``
+    ConfigMaps and ``default`` ServiceAccounts of each namespace; CertificateSigningRequests, which its
+    csrcleaner removes an hour after they were issued), and the cluster namespaces (labelled ``open-cluster-management.io/cluster-name``) the
+    OCM hub controller creates on acceptance and keeps, with what Kubernetes puts into them.
+    """
+    state = {}
+    for name, info in lab.clusters.items():
+        api = fleet_lab.ApiClient.for_cluster(info)
+        cluster_namespaces = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]
+                              if "open-cluster-management.io/cluster-name" in (n["metadata"].get("labels") or {})}
+        found = set()
+        for kind, path in HUB_KINDS if name == lab.hub else KINDS:
+            for obj in api.get(path)["items"]:
+                meta = obj["metadata"]
+                namespace = meta.get("namespace")
+                if (obj.get("type") == "kubernetes.io/service-account-token" or meta["name"] in ("kube-root-ca.crt", "default")
+                        or namespace in cluster_namespaces or meta["name"] in cluster_namespaces and kind == "Namespace"):
+                    continue
+                ref = "/".join([kind] + ([namespace] if namespace else []) + [meta["name"]])
+                if ref not in SIMULATION_OWNED:
+                    found.add(ref)
+        state[name] = found
+    return state
+
+
+def write_inventory(lab, tmp_path, engine, broken=False):
+    """The lab's inventory with ``fleet_engine`` set; ``broken`` adds a member whose kubeconfig is missing."""
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["all"]["vars"]["fleet_engine"] = engine
+    if broken:
+        inventory["all"]["children"]["members"]["hosts"]["broken"] = {
+            "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+            "kubeconfig": str(tmp_path / "missing.kubeconfig"), "cluster_name": "broken", "registration_mode": "push"}
+    path = tmp_path / ("%s%s.yml" % (engine, "-broken" if broken else ""))
+    path.write_text(yaml.safe_dump(inventory))
+    return str(path)
+
+
+def play(name, inventory, **extra_vars):
+    done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", name)}], inventory=inventory,
+                        extra_vars=extra_vars or None)
+    recap = dict((m[0], dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued"), map(int, m[1:]))))
+                 for m in RECAP.findall(done.stdout))
+    return done, recap
+
+
+def summary(stdout):
+    """The fleet summary table site.yml prints, as {name: (engine, mode, version, ready, result)}."""
+    block = stdout[stdout.index("TASK [Print the fleet summary]"):]
+    rows = re.findall(r'^\s+"(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)",?$', block, re.MULTILINE)
+    return dict((r[0], r[1:]) for r in rows if r[0] != "NAME")
+
+
+@pytest.fixture(scope="module")
+def starting_state(lab, simulations):
+    """The lab before the playbooks ran (and, as each detach test checks, after)."""
+    return snapshot(lab)
+
+
+class TestKarmada:
+    # Without Karmada's CSR auto-approval (the molecule scenario covers it), so that site.yml approves the pull
+    # member's CSR with csr_accept while the member waits for its certificate.
+    def test_site_registers_push_and_pull_members(self, lab, simulations, starting_state, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        assert done.returncode == 0, done.stdout[-4000:]
+        assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values())
+        rows = summary(done.stdout)
+        assert rows["member1"] == ("karmada", "Push", "v1.20.2", "True", "registered")
+        assert rows["member2"] == ("karmada", "Pull", "v1.20.2", "True", "registered")
+        hub = lab.api(lab.hub)
+        member2 = hub.get("/apis/cluster.karmada.io/v1alpha1/clusters/member2")
+        assert member2["spec"]["id"] == lab.clusters["member2"]["kube_system_uid"]
+        approvals = dict((c["metadata"]["name"], [s.get("reason") for s in c.get("status", {}).get("conditions", [])])
+                         for c in hub.get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]
+                         if c["metadata"]["name"].startswith("member2-"))
+        assert ["MulticlusterFleetApproved"] in approvals.values(), approvals
+        assert not hub.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:karmada:certificatesigningrequest:autoapprover")
+
+    def test_second_run_changes_nothing_and_a_broken_member_fails_alone(self, lab, simulations, tmp_path_factory):
+        directory = tmp_path_factory.mktemp("karmada")
+        inventory = write_inventory(lab, directory, "karmada", broken=True)
+        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        assert done.returncode != 0
+        assert all(r["changed"] == 0 for r in recap.values()), recap
+        assert recap["broken"]["rescued"] == 1 and recap["member1"]["failed"] == recap["member2"]["failed"] == 0
+        rows = summary(done.stdout)
+        assert rows["broken"][-1] == "failed"
+        assert rows["member1"][-1] == rows["member2"][-1] == "registered"
+        failure = re.search(r'fatal: \[hub-cluster\]: FAILED! => .*"msg": \[(.*)\]', done.stdout).group(1)
+        assert "broken: Join the member in Push mode: " in failure
+        assert "kubeconfig file %s does not exist" % (directory / "missing.kubeconfig") in failure
+        assert "member1" not in failure and "member2" not in failure
+
+    def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        done, recap = play("detach.yml", inventory)
+        assert done.returncode == 0, done.stdout[-4000:]
+        assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
+        assert snapshot(lab) == starting_state
+
+
+class TestOcm:
+    def test_site_registers_and_accepts_both_members(self, lab, simulations, starting_state, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        done, _recap = play("site.yml", inventory)
+        assert done.returncode == 0, done.stdout[-4000:]
+        rows = summary(done.stdout)
+        assert rows["member1"] == rows["member2"] == ("ocm", "Pull", "v1.20.2", "True", "registered")
+        hub = lab.api(lab.hub)
+        manager = hub.get("/apis/operator.open-cluster-management.io/v1/clustermanagers/cluster-manager")
+        assert {c["type"]: c["status"] for c in manager["status"]["conditions"]}["Applied"] == "True"
+        for member in ("member1", "member2"):
+            managed = hub.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/" + member)
+            assert managed["spec"]["hubAcceptsClient"] is True
+            klusterlet = lab.api(member).get("/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet")
+            assert {c["type"]: c["status"] for c in klusterlet["status"]["conditions"]}["HubConnectionDegraded"] == "False"
+
+    def test_deploy_work_delivers_and_removes_a_workload(self, lab, simulations, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        done, _recap = play("deploy_work.yml", inventory)
+        assert done.returncode == 0, done.stdout[-4000:]
+        assert "member1: created, applied" in done.stdout and "member2: created, applied" in done.stdout
+        for member in ("member1", "member2"):
+            assert lab.api(member).get("/api/v1/namespaces/default/configmaps/fleet-demo")["data"]["greeting"]
+        done, _recap = play("deploy_work.yml", inventory, fleet_work_state="absent")
+        assert done.returncode == 0, done.stdout[-4000:]
+        for member in ("member1", "member2"):
+            assert not lab.api(member).exists("/api/v1/namespaces/default/configmaps/fleet-demo")
+
+    def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        done, recap = play("detach.yml", inventory)
+        assert done.returncode == 0, done.stdout[-4000:]
+        assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
+        assert snapshot(lab) == starting_state
