@@ -354,9 +354,8 @@ class TestBadInput:
                                           "feedback_rules": [{"type": "JSONPaths"}]}])
 
 
+@pytest.mark.parametrize("fleet", ["ocm"], indirect=True)  # update strategies, selective orphaning: OCM only
 def test_ocm_update_strategies_and_selective_orphaning(fleet, cleanup):
-    if fleet.engine != "ocm":
-        pytest.skip("update strategies and selective orphaning are OCM features")
     names = ("mw-create-only", "mw-ssa", "mw-read-only", "mw-kept")
     cleanup.extend(cm_path(n) for n in names)
     for api in fleet.members.values():  # ReadOnly only reads what exists
@@ -408,9 +407,8 @@ def test_ocm_update_strategies_and_selective_orphaning(fleet, cleanup):
         assert fleet.member_object(cluster, cm_path("mw-kept")) is not None       # selectively orphaned
 
 
+@pytest.mark.parametrize("fleet", ["ocm"], indirect=True)  # reading sources does not depend on the engine
 def test_sources_and_secrets(fleet, tmp_path):
-    if fleet.engine != "ocm":
-        pytest.skip("reading sources does not depend on the engine")
     folder = tmp_path / "manifests"
     folder.mkdir()
     (folder / "b.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: two, namespace: default}\n"
@@ -437,9 +435,8 @@ def test_sources_and_secrets(fleet, tmp_path):
     assert bad["rc"] == 1 and "manifests[3] (%s, document 1): missing kind" % (folder / "c.yaml") in bad["msg"]
 
 
+@pytest.mark.parametrize("fleet", ["karmada"], indirect=True)  # one engine is enough for the action group
 def test_playbook_with_module_defaults(fleet, cleanup):
-    if fleet.engine != "karmada":
-        pytest.skip("one engine is enough to check the action group")
     cleanup.append(cm_path("mw-play"))
     info = fleet.lab.clusters["hub"]
     plays = [{"hosts": "localhost", "gather_facts": False, "connection": "local",
