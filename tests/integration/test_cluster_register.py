@@ -13,7 +13,6 @@ import os
 import ssl
 import tempfile
 import threading
-import time
 
 import pytest
 import yaml
@@ -212,13 +211,11 @@ def test_karmada_refuses_an_expired_token(lab, hub_api, karmada_env):
     expired = bootstrap.token_secret(token_id, secret, ttl_seconds=60, now=an_hour_ago, groups=[bootstrap.KARMADA_DEFAULT_GROUP])
     resources.ensure(hub_api, SECRET, expired)
     try:
-        started = time.monotonic()
         result = run_module("cluster_register", karmada_args(lab, karmada_env[0], token="%s.%s" % (token_id, secret),
                                                              discovery_timeout=1))
         assert result["rc"] == 1, result
         assert "no signature for token id %s" % token_id in result["msg"]
         assert "unknown, expired or not allowed to sign (checked for 1s" in result["msg"]
-        assert 1 <= time.monotonic() - started < 30
         assert no_secret_in(result, secret)
         assert_nothing_written(lab, hub_api, "karmada")
     finally:
