@@ -8,8 +8,11 @@ For each cluster: find its agent's CSRs (OCM: label ``open-cluster-management.io
 Karmada: CN ``system:karmada:agent:<cluster>``, or karmadactl's CSR name ``<cluster>-xxxxx``), check
 every pending one with :func:`csr.check`, approve those that pass through the ``approval``
 subresource, optionally deny those that fail, and for OCM set ``ManagedCluster.spec.hubAcceptsClient``.
-A cluster whose CSRs come from several requesters gets nothing approved unless ``requesters`` names
-the ones to trust. Check mode sends every write as a server-side dry run.
+A pending CSR that passes is approved even when the cluster was accepted before: an agent that registers
+again, or renews, asks with a new CSR while the approved one of its earlier registration is still listed
+(kube-controller-manager deletes issued CSRs after an hour). A cluster whose CSRs come from several
+requesters gets nothing approved unless ``requesters`` names the ones to trust. Check mode sends every
+write as a server-side dry run.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -63,12 +66,18 @@ def belongs_to(engine, cluster, csr, common_name):
 
 
 class ClusterPlan:
-    """What one cluster's CSRs and member object say, and what accepting it takes."""
+    """What one cluster's CSRs and member object say, and what accepting it takes.
 
-    def __init__(self, engine, name, found, member, requesters=None):
+    ``earlier`` is None when any approved CSR of the agent, or the member having joined, shows the cluster
+    accepted; otherwise a new CSR is expected and ``earlier`` holds the names of the approved CSRs that
+    predate it: only a CSR approved since counts (see :attr:`certified_before`).
+    """
+
+    def __init__(self, engine, name, found, member, requesters=None, earlier=None):
         self.engine = engine
         self.name = name
         self.member = member  # the ManagedCluster (OCM) or Cluster (Karmada), or None
+        self.earlier = earlier
         self.approve = []  # pending CSRs to approve
         self.rejected = []  # (csr, reasons, deniable)
         self.approved_before = []  # approved CSRs that meet every rule
@@ -105,7 +114,13 @@ class ClusterPlan:
 
     @property
     def certified_before(self):
-        """The agent got a certificate before: an approved CSR that meets the rules, or it joined with one."""
+        """The agent got a certificate before: an approved CSR that meets the rules, or it joined with one.
+
+        When a new CSR is expected (``earlier`` set), neither an approved CSR named in ``earlier`` nor the
+        joined member counts: both may stem from an earlier registration; a CSR approved since does.
+        """
+        if self.earlier is not None:
+            return any(csrs.name_of(item) not in self.earlier for item in self.approved_before)
         if self.approved_before:
             return True
         if self.engine == "ocm":
@@ -113,18 +128,17 @@ class ClusterPlan:
         return ((self.member or {}).get("spec") or {}).get("syncMode") == "Pull"
 
     @property
-    def accepted(self):
-        """Nothing left to do: no CSR to approve, and the agent certified (OCM: and hubAcceptsClient set)."""
-        if self.approve or not self.certified_before:
-            return False
-        return self.engine == "karmada" or self.hub_accepts_client
-
-    @property
     def ready(self):
-        """Nothing more to wait for: accepted already, or something to decide now."""
-        if self.accepted or any(not deniable for _csr, _reasons, deniable in self.rejected):
+        """Nothing more to wait for: something to decide now, or acting now leaves the cluster accepted.
+
+        That is a CSR to approve or an agent certified before, and for OCM a ManagedCluster to accept
+        (acting sets its ``hubAcceptsClient`` when it is still false).
+        """
+        if any(not deniable for _csr, _reasons, deniable in self.rejected):
             return True
-        return bool(self.approve) and (self.engine == "karmada" or self.member is not None)
+        if self.engine == "ocm" and self.member is None:
+            return False
+        return bool(self.approve) or self.certified_before
 
     def problem(self):
         """Why the cluster is not (or would not be) accepted, for messages."""
@@ -134,12 +148,19 @@ class ClusterPlan:
             if self.rejected:
                 return "no acceptable CSR; refused: %s" % "; ".join(
                     "%s (%s)" % (csrs.name_of(item), ", ".join(reasons)) for item, reasons, _deniable in self.rejected)
+            if self.earlier:
+                return "no new CSR from its agent yet (approved before: %s)" % ", ".join(sorted(self.earlier))
             return "no pending CSR from its agent yet"
         return "ManagedCluster %s does not exist on the hub yet (the klusterlet creates it when it joins)" % self.name
 
 
-def read_plans(hub, engine, clusters, requesters=None):
-    """One list of CSRs plus each cluster's member object, turned into a :class:`ClusterPlan` per cluster."""
+def read_plans(hub, engine, clusters, requesters=None, earlier=None):
+    """One list of CSRs plus each cluster's member object, turned into a :class:`ClusterPlan` per cluster.
+
+    ``earlier`` (a dict, empty before the first read) is for when a new CSR is expected: the first read
+    records there the names of each cluster's approved CSRs, and every read gives them to the plans as
+    :attr:`ClusterPlan.earlier`.
+    """
     selector = None
     if engine == "ocm":
         selector = "%s in (%s),!%s" % (ocm.CLUSTER_NAME_LABEL, ",".join(clusters), ocm.ADDON_NAME_LABEL)
@@ -148,7 +169,10 @@ def read_plans(hub, engine, clusters, requesters=None):
     plans = []
     for name in clusters:
         found = sorted((item for item, cn in items if belongs_to(engine, name, item, cn)), key=csrs.name_of)
-        plans.append(ClusterPlan(engine, name, found, resources.get(hub, kind, name), requesters))
+        plan = ClusterPlan(engine, name, found, resources.get(hub, kind, name), requesters)
+        if earlier is not None:
+            plan.earlier = earlier.setdefault(name, frozenset(csrs.name_of(item) for item in plan.approved_before))
+        plans.append(plan)
     return plans
 
 
@@ -240,12 +264,12 @@ def _act(hub, plan, deny_invalid, check_mode):
     return result, diffs
 
 
-def _wait(hub, engine, clusters, requesters, timeout):
+def _wait(hub, engine, clusters, requesters, timeout, earlier=None):
     """Poll until every cluster's plan is ready; return the plans. Times out naming the clusters still waiting."""
     seen = {}
 
     def ready():
-        plans = seen["plans"] = read_plans(hub, engine, clusters, requesters)
+        plans = seen["plans"] = read_plans(hub, engine, clusters, requesters, earlier)
         waiting = [p for p in plans if not p.ready]
         return not waiting, "; ".join("%s: %s" % (p.name, p.problem()) for p in waiting)
     try:
@@ -259,10 +283,14 @@ def _wait(hub, engine, clusters, requesters, timeout):
 
 
 def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=False, timeout=60, check_mode=False,
-           warn=None):
+           warn=None, expect_new_csr=False):
     """Accept member ``clusters`` on ``hub``; return ``dict(changed, clusters, diff)``.
 
+    A pending CSR that passes the checks is approved whether or not the cluster was accepted before.
     With ``wait``, first poll until every cluster has an acceptable pending CSR or is accepted already.
+    ``expect_new_csr`` says that the agents are requesting certificates now (a registration, a
+    re-registration, a renewal): the approved CSRs listed when the call starts and the joined state then
+    do not count as accepted, only a CSR approved now or since (so ``wait`` waits for the new CSR).
     Raises FleetError naming each cluster that is not accepted afterwards (nothing acceptable, only
     refused CSRs, ambiguous requesters), with the per-cluster results and ``changed`` as details.
     ``warn(message)`` receives the approved CSRs of these clusters that break the rules (approved by
@@ -272,7 +300,11 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=Fals
         raise FleetError("unknown engine %r (one of: %s)" % (engine, ", ".join(csrs.ENGINES)))
     check_cluster_names(engine, clusters)
     clusters = list(dict.fromkeys(clusters))
-    plans = _wait(hub, engine, clusters, requesters, timeout) if wait else read_plans(hub, engine, clusters, requesters)
+    earlier = {} if expect_new_csr else None
+    if wait:
+        plans = _wait(hub, engine, clusters, requesters, timeout, earlier)
+    else:
+        plans = read_plans(hub, engine, clusters, requesters, earlier)
     results, diffs = [], []
     for plan in plans:
         for message in plan.warnings:

@@ -28,8 +28,12 @@ description:
   - A CSR that fails a check is never approved; it is reported with the reasons and, with O(deny_invalid), denied.
   - Approves through the C(approval) subresource with condition C(Approved), reason C(MulticlusterFleetApproved).
     For OCM it then sets C(spec.hubAcceptsClient=true) on the ManagedCluster.
-  - A cluster already accepted (its agent holds an approved certificate or has joined; OCM also C(hubAcceptsClient))
-    is left alone and reported unchanged.
+  - A pending CSR that passes the checks is approved even when the cluster was accepted before, as happens when a
+    member registers again or renews while the approved CSR of its earlier registration is still listed
+    (kube-controller-manager deletes issued CSRs only after an hour).
+  - A cluster without such a pending CSR that is accepted already (its agent holds an approved certificate or has
+    joined; OCM also C(hubAcceptsClient)) is left alone and reported unchanged. For OCM, a cluster whose agent holds
+    an approved certificate but whose ManagedCluster still has C(hubAcceptsClient=false) gets it set.
   - The task fails, after handling the other clusters, for each cluster that ends up not accepted, saying why.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
@@ -65,6 +69,18 @@ options:
     description:
       - Wait until every cluster has an acceptable pending CSR (for OCM also its ManagedCluster) or is accepted already,
         then act. Agents create their CSRs a few seconds after joining.
+      - Without O(expect_new_csr), an approved CSR of an earlier registration, still listed for up to an hour, counts
+        as accepted already and ends the wait at once, before the CSR of a registration that is under way appears.
+    type: bool
+    default: false
+  expect_new_csr:
+    description:
+      - The clusters' agents are requesting certificates now (a first registration, a re-registration, a renewal),
+        and this task is to approve those requests.
+      - The approved CSRs the task finds when it starts, and a member that has joined, then do not count as accepted;
+        only a CSR the task approves, or one approved by someone else since it started, does. With O(wait), the task
+        waits for such a CSR; without it, or after O(timeout), a cluster without one fails.
+      - Leave it false for a task that is also to confirm, unchanged, clusters accepted earlier.
     type: bool
     default: false
   timeout:
@@ -115,6 +131,15 @@ EXAMPLES = r"""
     deny_invalid: true
     wait: true
 
+- name: Approve the CSR of a registration under way, although an earlier registration of member2 was approved
+  multicluster.fleet.csr_accept:
+    engine: karmada
+    clusters: [member2]
+    requesters: [system:bootstrap:abcdef]
+    expect_new_csr: true
+    wait: true
+    timeout: 300
+
 - name: Accept every pull member of the inventory
   multicluster.fleet.csr_accept:
     engine: "{{ fleet_engine }}"
@@ -137,7 +162,9 @@ clusters:
       type: str
       sample: cluster1
     accepted:
-      description: The cluster's agent holds an approved certificate (or has joined with one) and, for OCM, the hub accepts it.
+      description:
+        - The cluster's agent holds an approved certificate (or has joined with one) and, for OCM, the hub accepts it.
+        - With O(expect_new_csr), only a certificate approved by this task or since it started counts.
       type: bool
       sample: true
     approved:
@@ -182,7 +209,7 @@ def run(module):
     try:
         result = accept(module.cluster(), params["engine"], params["clusters"], requesters=params["requesters"],
                         deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["timeout"],
-                        check_mode=module.check_mode, warn=module.warn)
+                        check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"])
     except FleetError as exc:
         if not module._diff:
             exc.details.pop("diff", None)
@@ -200,6 +227,7 @@ def main():
         deny_invalid=dict(type="bool", default=False),
         wait=dict(type="bool", default=False),
         timeout=dict(type="int", default=60),
+        expect_new_csr=dict(type="bool", default=False),
     ))
     module.run(run)
 

@@ -8,6 +8,7 @@ import base64
 import datetime
 import secrets
 import string
+import threading
 
 import pytest
 import yaml
@@ -368,6 +369,91 @@ def test_karmada_pull_registration_end_to_end(lab, hub, hub_auth, tokens, submit
         delete_quietly(member, "/api/v1/namespaces/karmada-system/secrets/karmada-kubeconfig")
         if created_namespace:
             delete_quietly(member, "/api/v1/namespaces/karmada-system")
+
+
+class Registration:
+    """cluster_register of lab member1 as Karmada cluster ``name``, run in the background as a playbook runs it async."""
+
+    def __init__(self, lab, hub_auth, name, token, found):
+        self.member_auth = {"kubeconfig": lab.clusters["member1"]["kubeconfig"], "context": "member1"}
+        self.args = dict(self.member_auth, engine="karmada", cluster_name=name, hub_apiserver=found["server"], token=token,
+                         ca_cert_hashes=found["ca_pins"], hub=hub_auth, csr_wait_timeout=60)
+        self.name = name
+        self.thread = None
+        self.result = {}
+
+    def start(self):
+        self.result = {}
+        self.thread = threading.Thread(target=lambda: self.result.update(run_module("cluster_register", self.args)))
+        self.thread.start()
+        return self
+
+    def finish(self):
+        self.thread.join(120)
+        assert not self.thread.is_alive(), "cluster_register did not return"
+        assert self.result["rc"] == 0 and self.result["changed"] is True, self.result.get("msg")
+        return self.result["csr_name"]
+
+    def remove(self):
+        if self.thread is not None:
+            self.thread.join(120)
+        removed = run_module("cluster_register", dict(self.member_auth, engine="karmada", cluster_name=self.name, state="absent",
+                                                      hub=self.args["hub"]))
+        assert removed["rc"] == 0, removed.get("msg")
+
+
+def test_karmada_reregistration_within_the_hour(lab, hub, hub_auth, tokens):
+    """Register, unregister, register again: the new CSR is approved although the earlier one, approved and signed
+    by the hub's kube-controller-manager, is still listed (its csrcleaner deletes issued CSRs after an hour)."""
+    name = "csr-rereg-" + rand()
+    token = tokens.create(bootstrap.KARMADA_DEFAULT_GROUP)
+    registration = Registration(lab, hub_auth, name, token, tokens.discover(token))
+    options = {"requesters": ["system:bootstrap:" + token.split(".")[0]], "wait": True, "timeout": 60}
+
+    def csrs_of_cluster():
+        return sorted(item["metadata"]["name"] for item in resources.list_objects(hub, CSR) if item["metadata"]["name"].startswith(name + "-"))
+    try:
+        registration.start()
+        first = accept(hub_auth, "karmada", [name], expect_new_csr=True, **options)
+        first_csr = registration.finish()
+        assert first["rc"] == 0 and first["clusters"][0]["approved"] == [first_csr], first.get("msg")
+        registration.remove()
+        earlier = resources.get(hub, CSR, first_csr)
+        assert state_of(hub, first_csr) == [("Approved", "MulticlusterFleetApproved")] and earlier["status"]["certificate"]
+        # The earlier approval still reads as "accepted already" while nothing new is pending ...
+        assert accept(hub_auth, "karmada", [name])["changed"] is False
+
+        # ... but a new pending CSR beside it is approved (the registration gets its certificate).
+        registration.start()
+        resources.wait_until(lambda: (len(csrs_of_cluster()) == 2, csrs_of_cluster()), 60, "the CSR of the second registration",
+                             interval=0.5)
+        second = accept(hub_auth, "karmada", [name])
+        second_csr = registration.finish()
+        assert second_csr != first_csr and csrs_of_cluster() == sorted([first_csr, second_csr])
+        assert second["rc"] == 0 and second["changed"] is True, second.get("msg")
+        assert second["clusters"] == [{"name": name, "approved": [second_csr], "rejected": [], "denied": [], "accepted": True}]
+        assert accept(hub_auth, "karmada", [name])["changed"] is False
+        registration.remove()
+
+        # Waiting from the start of a registration, as a playbook does: the approved CSRs listed do not end the wait.
+        registration.start()
+        third = accept(hub_auth, "karmada", [name], expect_new_csr=True, **options)
+        third_csr = registration.finish()
+        assert third_csr not in (first_csr, second_csr) and len(csrs_of_cluster()) == 3
+        assert third["rc"] == 0 and third["changed"] is True, third.get("msg")
+        assert third["clusters"] == [{"name": name, "approved": [third_csr], "rejected": [], "denied": [], "accepted": True}]
+        assert state_of(hub, third_csr) == [("Approved", "MulticlusterFleetApproved")]
+        assert resources.get(hub, CSR, third_csr)["status"]["certificate"]
+        again = accept(hub_auth, "karmada", [name], wait=True)
+        assert again["rc"] == 0 and again["changed"] is False and again["clusters"][0]["accepted"] is True
+        # A caller that expects a new CSR when none comes is told so, naming the earlier ones.
+        waited = accept(hub_auth, "karmada", [name], expect_new_csr=True, wait=True, timeout=2)
+        assert waited["rc"] == 1 and waited["waiting"] == [name]
+        assert "%s: no new CSR from its agent yet (approved before: %s)" % (name, ", ".join(csrs_of_cluster())) in waited["msg"]
+    finally:
+        registration.remove()
+        for csr_name in csrs_of_cluster():
+            resources.delete(hub, CSR, csr_name)
 
 
 @pytest.fixture(scope="module")

@@ -325,3 +325,120 @@ class TestWait:
         assert info.value.msg.startswith("cluster 'hub': timed out after 0.05s waiting for the agent CSRs of west: west: "
                                          "no acceptable CSR; refused: west-bad (requester mallory")
         assert info.value.details["waiting"] == ["west"] and hub.writes() == []
+
+
+def approved_earlier(item):
+    """``item`` as an earlier registration left it: approved (by someone) and issued."""
+    item["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "MulticlusterFleetApproved"}],
+                      "certificate": "LS0tLS1CRUdJTi0tLS0t"}
+    return item
+
+
+def appearing_on_list(hub, number, *items):
+    """Add ``items`` to the hub when CSRs are listed for the ``number``-th time; return the list of listings."""
+    lists = []
+    original = hub.request
+
+    def request(method, path, body=None, query=None, **kwargs):
+        if method == "GET" and path.endswith("/certificatesigningrequests"):
+            lists.append(path)
+            if len(lists) == number:
+                for item in items:
+                    hub.add(CSR, item)
+        return original(method, path, body, query, **kwargs)
+    hub.request = request
+    return lists
+
+
+class TestReregistration:
+    """A member registers again (or renews) within the hour in which its earlier, approved CSR is still listed."""
+
+    def test_new_csr_is_approved_beside_the_earlier_one(self, hub):
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        hub.add(CSR, karmada_csr("east-n3w22"))
+        result = accept.accept(hub, "karmada", ["east"])
+        assert result["changed"] is True
+        assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
+        assert conditions(hub, "east-n3w22") == [("Approved", "MulticlusterFleetApproved")]
+        hub.fake.calls.clear()
+        again = accept.accept(hub, "karmada", ["east"])
+        assert again["changed"] is False and again["clusters"][0]["accepted"] is True and hub.writes() == []
+
+    def test_wait_for_the_new_csr_is_not_ended_by_the_earlier_one(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        lists = appearing_on_list(hub, 3, karmada_csr("east-n3w22"))
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        assert len(lists) == 3
+        assert result["changed"] is True
+        assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
+        assert conditions(hub, "east-n3w22") == [("Approved", "MulticlusterFleetApproved")]
+        # a re-run confirms the cluster, unchanged
+        hub.fake.calls.clear()
+        again = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30)
+        assert again["changed"] is False and again["clusters"][0]["accepted"] is True and hub.writes() == []
+
+    def test_renewal_of_a_joined_member(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        renewal = karmada_csr("east-r3n3w", user="system:karmada:agent:east")
+        lists = appearing_on_list(hub, 2, renewal)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        assert len(lists) == 2 and result["changed"] is True and result["clusters"][0]["approved"] == ["east-r3n3w"]
+
+    def test_new_csr_approved_by_someone_else_while_waiting(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        lists = appearing_on_list(hub, 2, approved_earlier(karmada_csr("east-n3w22")))
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        assert len(lists) == 2 and hub.writes() == []
+        assert result == {"changed": False, "diff": [], "clusters": [
+            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}]}
+
+    def test_only_the_earlier_csr_times_out_when_a_new_one_is_expected(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        with pytest.raises(WaitTimeout) as info:
+            accept.accept(hub, "karmada", ["east"], wait=True, timeout=0.05, expect_new_csr=True)
+        assert info.value.msg.endswith("east: no new CSR from its agent yet (approved before: east-0ld11)")
+        assert info.value.details["waiting"] == ["east"]
+        error = failure(lambda: accept.accept(hub, "karmada", ["east"], expect_new_csr=True))
+        assert error.msg == "cluster 'hub': not accepted: east (no new CSR from its agent yet (approved before: east-0ld11))"
+        assert error.details["changed"] is False and hub.writes() == []
+
+    def test_without_expect_new_csr_the_earlier_csr_ends_the_wait(self, hub, monkeypatch):
+        """What wait promises for clusters accepted earlier: no waiting, no change (a re-run stays idempotent)."""
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        lists = appearing_on_list(hub, 0)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30)
+        assert len(lists) == 1 and result["changed"] is False and result["clusters"][0]["accepted"] is True
+
+    def test_check_mode_with_expect_new_csr(self, hub):
+        hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
+        hub.add(CSR, karmada_csr("east-n3w22"))
+        result = accept.accept(hub, "karmada", ["east"], check_mode=True, expect_new_csr=True)
+        assert result["changed"] is True and result["clusters"][0]["approved"] == ["east-n3w22"]
+        assert result["clusters"][0]["accepted"] is True and conditions(hub, "east-n3w22") == []
+
+    def test_ocm_rejoin(self, hub, monkeypatch):
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        managed_cluster(hub, accepted=True, joined=True)
+        hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
+        lists = appearing_on_list(hub, 3, ocm_csr("east-n3w22"))
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        assert len(lists) == 3 and result["changed"] is True
+        assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
+        assert len(result["diff"]) == 1  # hubAcceptsClient was true already
+        assert accept.accept(hub, "ocm", ["east"])["changed"] is False
+
+    def test_ocm_wait_ends_when_only_hub_accepts_client_is_missing(self, hub, monkeypatch):
+        """An agent certified earlier (say, its CSR approved with kubectl): acting now accepts it, so wait ends."""
+        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
+        managed_cluster(hub, accepted=False, joined=True)
+        hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=0.05)
+        assert result["changed"] is True and result["clusters"][0]["accepted"] is True
+        assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True
