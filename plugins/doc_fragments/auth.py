@@ -79,12 +79,12 @@ requirements:
   - PyYAML
 """
 
-    # A second cluster (the member, for modules acting on the hub), as one dictionary.
-    MEMBER = r"""
+    # A second cluster as one dictionary, the option named CLUSTER_OPTION: the text of MEMBER and HUB below.
+    _SECOND_CLUSTER = r"""
 options:
-  member:
+  CLUSTER_OPTION:
     description:
-      - How to reach the member cluster. Takes the same keys as the top-level authentication options
+      - How to reach the CLUSTER_OPTION cluster. Takes the same keys as the top-level authentication options
         (O(kubeconfig), O(context), O(host), O(api_key), O(validate_certs), O(ca_cert), O(client_cert),
         O(client_key), O(proxy), O(impersonate_user), O(impersonate_groups)).
       - Environment variables do not apply here; they belong to the top-level options.
@@ -130,53 +130,8 @@ options:
         elements: str
 """
 
-    # A second cluster (the hub, for modules acting on a member), as one dictionary.
-    HUB = r"""
-options:
-  hub:
-    description:
-      - How to reach the hub cluster. Takes the same keys as the top-level authentication options
-        (O(kubeconfig), O(context), O(host), O(api_key), O(validate_certs), O(ca_cert), O(client_cert),
-        O(client_key), O(proxy), O(impersonate_user), O(impersonate_groups)).
-      - Environment variables do not apply here; they belong to the top-level options.
-    type: dict
-    suboptions:
-      kubeconfig:
-        description: Path to a kubeconfig file, or the kubeconfig content as a dictionary.
-        type: raw
-      context:
-        description: The kubeconfig context to use.
-        type: str
-      host:
-        description: URL of the API server.
-        type: str
-      api_key:
-        description: Bearer token to authenticate with.
-        type: str
-      validate_certs:
-        description: Whether to verify the API server's TLS certificate.
-        type: bool
-        aliases: [verify_ssl]
-      ca_cert:
-        description: Path to a CA certificate bundle that verifies the API server.
-        type: path
-        aliases: [ssl_ca_cert]
-      client_cert:
-        description: Path to a client certificate.
-        type: path
-        aliases: [cert_file]
-      client_key:
-        description: Path to the private key of the client certificate.
-        type: path
-        aliases: [key_file]
-      proxy:
-        description: URL of an HTTP proxy.
-        type: str
-      impersonate_user:
-        description: User to impersonate.
-        type: str
-      impersonate_groups:
-        description: Groups to impersonate.
-        type: list
-        elements: str
-"""
+
+# The member (for modules acting on the hub) and the hub (for modules acting on a member): one text, two
+# option names. Set here because ansible-test's yamllint check only reads literal strings in the class body.
+ModuleDocFragment.MEMBER = ModuleDocFragment._SECOND_CLUSTER.replace("CLUSTER_OPTION", "member")
+ModuleDocFragment.HUB = ModuleDocFragment._SECOND_CLUSTER.replace("CLUSTER_OPTION", "hub")

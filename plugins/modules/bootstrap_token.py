@@ -32,12 +32,6 @@ description:
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs. Chooses the default O(groups) and the command line returned.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   state:
     description:
       - V(present) makes a token exist (see the description for which one), V(absent) deletes the token
@@ -95,6 +89,7 @@ options:
       - Default the server C(kube-public/cluster-info) publishes, else the server of the hub connection.
     type: str
 extends_documentation_fragment:
+  - multicluster.fleet.engine
   - multicluster.fleet.auth
   - multicluster.fleet.attributes
 attributes:

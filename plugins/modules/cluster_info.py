@@ -19,12 +19,6 @@ description:
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   name:
     description:
       - Read only the member cluster of this name. The result is an empty list when it does not exist.
@@ -36,6 +30,7 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - multicluster.fleet.engine
   - multicluster.fleet.auth
   - multicluster.fleet.attributes
   - multicluster.fleet.attributes.info_module

@@ -33,12 +33,6 @@ description:
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   state:
     description:
       - Whether the registration prerequisites should exist.
@@ -70,6 +64,7 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - multicluster.fleet.engine
   - multicluster.fleet.auth
   - multicluster.fleet.attributes
 attributes:

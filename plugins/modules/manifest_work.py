@@ -32,12 +32,6 @@ description:
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   name:
     description:
       - Name of the work object, the same in every cluster namespace.
@@ -96,13 +90,13 @@ options:
           - The objects V(SelectivelyOrphan) leaves on the member.
         type: list
         elements: dict
-        suboptions:
+        suboptions: &object_identifier  # also the suboptions of manifest_configs[].resource_identifier
           group:
             description: API group of the object, empty for the core group.
             type: str
             default: ""
           resource:
-            description: Resource (plural) of the object, for example V(configmaps).
+            description: Resource (plural) of the object, for example V(deployments) or V(configmaps).
             type: str
             required: true
           name:
@@ -123,23 +117,7 @@ options:
         description: The object the settings apply to.
         type: dict
         required: true
-        suboptions:
-          group:
-            description: API group of the object, empty for the core group.
-            type: str
-            default: ""
-          resource:
-            description: Resource (plural) of the object, for example V(deployments).
-            type: str
-            required: true
-          name:
-            description: Name of the object.
-            type: str
-            required: true
-          namespace:
-            description: Namespace of the object, empty for cluster-scoped objects.
-            type: str
-            default: ""
+        suboptions: *object_identifier
       feedback_rules:
         description:
           - Status fields the agent reports back in C(statusFeedback).
@@ -205,6 +183,7 @@ options:
     choices: [Applied, Available]
     default: Applied
 extends_documentation_fragment:
+  - multicluster.fleet.engine
   - multicluster.fleet.auth
   - multicluster.fleet.wait
   - multicluster.fleet.attributes
