@@ -20,6 +20,7 @@ import binascii
 import re
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR_CLIENT_AUTH, CSR_SIGNER, CSR_USAGES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
@@ -30,9 +31,6 @@ except ImportError:  # pragma: no cover - pki.require_cryptography() reports it 
     pass
 
 ENGINES = ("karmada", "ocm")
-SIGNER = "kubernetes.io/kube-apiserver-client"
-CLIENT_AUTH = "client auth"
-ALLOWED_USAGES = ("digital signature", "key encipherment", CLIENT_AUTH)
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.
 KARMADA_RBAC_GENERATOR = karmada.agent_user("rbac-generator")
 # Bootstrap tokens authenticate as system:bootstrap:<token-id> in group system:bootstrappers.
@@ -164,8 +162,8 @@ def _subject_reasons(engine, cluster, request):
 
 def _signer_reasons(spec):
     signer = spec.get("signerName")
-    if signer != SIGNER:
-        return ["signer is %s, not %s" % (signer or "unset", SIGNER)]
+    if signer != CSR_SIGNER:
+        return ["signer is %s, not %s" % (signer or "unset", CSR_SIGNER)]
     return []
 
 
@@ -174,10 +172,10 @@ def _usage_reasons(spec):
     reasons = []
     if "server auth" in usages:
         reasons.append("usage server auth is not allowed: an agent gets a client certificate")
-    others = sorted(set(usages) - set(ALLOWED_USAGES) - {"server auth"})
+    others = sorted(set(usages) - set(CSR_USAGES) - {"server auth"})
     if others:
-        reasons.append("usages %s are not allowed (only %s)" % (", ".join(others), ", ".join(ALLOWED_USAGES)))
-    if CLIENT_AUTH not in usages:
+        reasons.append("usages %s are not allowed (only %s)" % (", ".join(others), ", ".join(CSR_USAGES)))
+    if CSR_CLIENT_AUTH not in usages:
         reasons.append("usage client auth is missing")
     return reasons
 

@@ -24,8 +24,6 @@ WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
 # The agent's identity on the hub: its client certificate's subject.
 AGENT_USER_PREFIX = "system:karmada:agent:"
 AGENTS_GROUP = "system:karmada:agents"
-AGENT_SIGNER = "kubernetes.io/kube-apiserver-client"
-AGENT_USAGES = ["digital signature", "key encipherment", "client auth"]
 DEFAULT_CERT_EXPIRATION_SECONDS = 365 * 24 * 3600
 # Where the agent runs on the member, and the kubeconfig it reads (karmadactl register's names).
 AGENT_NAMESPACE = "karmada-system"
@@ -97,8 +95,8 @@ def agent_csr(name, request_pem, expiration_seconds):
         "metadata": {"name": name, "labels": dict(SYSTEM_LABELS)},
         "spec": {
             "request": pki.b64(request_pem),
-            "signerName": AGENT_SIGNER,
-            "usages": list(AGENT_USAGES),
+            "signerName": resources.CSR_SIGNER,
+            "usages": list(resources.CSR_USAGES),
             "expirationSeconds": expiration_seconds,
         },
     }

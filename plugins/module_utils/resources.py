@@ -68,6 +68,11 @@ CLUSTER_ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"
 ROLE = Kind("rbac.authorization.k8s.io/v1", "Role", "roles", True)
 ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True)
 CSR = Kind("certificates.k8s.io/v1", "CertificateSigningRequest", "certificatesigningrequests", False)
+# What the agents of both engines ask for in their CSRs: a client certificate from the kube-apiserver-client
+# signer. karmada.agent_csr requests exactly these; csr.check approves no other signer and no other usage.
+CSR_SIGNER = "kubernetes.io/kube-apiserver-client"
+CSR_CLIENT_AUTH = "client auth"
+CSR_USAGES = ("digital signature", "key encipherment", CSR_CLIENT_AUTH)
 DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments", True)
 CRD = Kind("apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 

@@ -48,7 +48,7 @@ def request_pem(cn=OCM_CN, orgs=OCM_O, kind="ec256", sans=None, attributes=(), c
     return builder.sign(signing_key, algorithm).public_bytes(serialization.Encoding.PEM)
 
 
-def make(pem=None, signer=csr.SIGNER, usages=("digital signature", "key encipherment", "client auth"), status=None,
+def make(pem=None, signer="kubernetes.io/kube-apiserver-client", usages=("digital signature", "key encipherment", "client auth"), status=None,
          **spec):
     """A CSR as the API returns it; ``spec`` overrides username/groups and other spec fields."""
     pem = request_pem() if pem is None else pem
