@@ -21,12 +21,7 @@ import time
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "lab"))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-
-from conftest import COLLECTIONS_ROOT  # noqa: E402  (links the checkout as multicluster.fleet)
-from lab import Lab  # noqa: E402
+import benchlab
 
 READS = {
     "ansible.builtin.ping": lambda kubeconfig: {"ansible.builtin.ping": {}},
@@ -45,7 +40,7 @@ def playbook(task, tasks):
 
 
 def time_playbook(path, runs):
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_COLLECTIONS_PATH=COLLECTIONS_ROOT,
+    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_COLLECTIONS_PATH=benchlab.COLLECTIONS_ROOT,
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
     seconds = []
     for _run in range(runs):
@@ -62,16 +57,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--tasks", type=int, default=10)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--lab-dir", default=os.environ.get("FLEET_LAB_DIR"))
+    benchlab.add_lab_argument(parser)
     args = parser.parse_args()
 
-    started = None
-    if args.lab_dir and os.path.exists(os.path.join(args.lab_dir, "state.json")):
-        lab = Lab.load(args.lab_dir)
-    else:
-        started = lab = Lab(args.lab_dir or tempfile.mkdtemp(prefix="fleet-bench-"))
-        lab.up(["hub"])
-    try:
+    with benchlab.lab(args.lab_dir, ["hub"]) as lab:
         kubeconfig = lab.clusters["hub"]["kubeconfig"]
         print("median wall time per task, %d tasks per playbook, %d runs each (hub %s)"
               % (args.tasks, args.runs, lab.clusters["hub"]["server"]))
@@ -82,9 +71,6 @@ def main():
                     yaml.safe_dump(playbook(task(kubeconfig), args.tasks), handle)
                 run = time_playbook(path, args.runs)
                 print("  %-34s %6.3f s/task  (%.2f s per playbook)" % (name, run / args.tasks, run))
-    finally:
-        if started is not None:
-            started.down()
 
 
 if __name__ == "__main__":

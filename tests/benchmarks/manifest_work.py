@@ -19,23 +19,17 @@ member API would compete for the same objects.
 """
 
 import argparse
-import os
 import statistics
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-for folder in (os.path.join("tests", "integration"), os.path.join("tests", "lab"), "tests"):  # tests/conftest.py first
-    sys.path.insert(0, os.path.join(ROOT, folder))
-
-import conftest  # noqa: E402,F401  pylint: disable=unused-import  # links the checkout as multicluster.fleet
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources  # noqa: E402
-from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK  # noqa: E402
-from lab import ApiError, Lab  # noqa: E402
-from runner import run_module  # noqa: E402
-from sim_work_agent import WorkAgent  # noqa: E402
+import benchlab
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
+from lab import ApiError
+from runner import run_module
+from sim_work_agent import WorkAgent
 
 STAMP = "2026-11-22T03:25:40Z"
 MANIFEST = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench-greeting", "namespace": "default"},
@@ -77,49 +71,42 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--clusters", type=int, default=50)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--lab-dir", default=os.environ.get("FLEET_LAB_DIR"))
+    benchlab.add_lab_argument(parser)
     args = parser.parse_args()
 
-    started = None
-    if args.lab_dir and os.path.exists(os.path.join(args.lab_dir, "state.json")):
-        lab = Lab.load(args.lab_dir)
-    else:
-        started = lab = Lab(args.lab_dir or tempfile.mkdtemp(prefix="fleet-bench-"))
-        lab.up(["hub", "member1"])
-    member = next(name for name in lab.clusters if name != lab.hub)
-    auth = {"kubeconfig": lab.clusters[lab.hub]["kubeconfig"], "context": lab.hub}
-    hub = client.get_cluster(auth, "hub")
-    names = ["bench-%03d" % index for index in range(1, args.clusters + 1)]
-    agent = None
-    try:
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda n: register(hub, n), names))
-        agent = WorkAgent(lab.clusters[lab.hub], "ocm", dict((n, lab.clusters[member]) for n in names), interval=0.5).start()
-        one = statistics.median(timed(auth, "bench-one-%d" % run, names[:1]) for run in range(args.runs))
-        many = statistics.median(timed(auth, "bench-all-%d" % run, names) for run in range(args.runs))
-        print("manifest_work with wait: true, OCM, median of %d runs (hub %s, %d clusters on member %s)"
-              % (args.runs, lab.clusters[lab.hub]["server"], args.clusters, member))
-        print("  1 cluster in one task:            %6.2f s" % one)
-        print("  %d clusters in one task:          %6.2f s" % (args.clusters, many))
-        print("  %d clusters one after another:    %6.2f s  (%d x the one-cluster task)" % (args.clusters, args.clusters * one, args.clusters))
-        print("  speed-up of the single task:      %6.1f x" % (args.clusters * one / many))
-        if agent.error:
-            print("simulated agent, last error: %s" % agent.error, file=sys.stderr)
-    finally:
-        for work in resources.list_objects(hub, MANIFEST_WORK):  # left by a failed run; the agent finalizes them
-            if work["metadata"]["namespace"] in names and agent is not None:
-                resources.delete(hub, MANIFEST_WORK, work["metadata"]["name"], work["metadata"]["namespace"], wait=True)
-        if agent is not None:
-            agent.stop()
-        with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda n: unregister(hub, n), names))
+    with benchlab.lab(args.lab_dir, ["hub", "member1"]) as lab:
+        member = next(name for name in lab.clusters if name != lab.hub)
+        auth = {"kubeconfig": lab.clusters[lab.hub]["kubeconfig"], "context": lab.hub}
+        hub = client.get_cluster(auth, "hub")
+        names = ["bench-%03d" % index for index in range(1, args.clusters + 1)]
+        agent = None
         try:
-            lab.api(member).delete("/api/v1/namespaces/default/configmaps/bench-greeting")
-        except ApiError as exc:
-            if exc.status != 404:
-                raise
-        if started is not None:
-            started.down()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda n: register(hub, n), names))
+            agent = WorkAgent(lab.clusters[lab.hub], "ocm", dict((n, lab.clusters[member]) for n in names), interval=0.5).start()
+            one = statistics.median(timed(auth, "bench-one-%d" % run, names[:1]) for run in range(args.runs))
+            many = statistics.median(timed(auth, "bench-all-%d" % run, names) for run in range(args.runs))
+            print("manifest_work with wait: true, OCM, median of %d runs (hub %s, %d clusters on member %s)"
+                  % (args.runs, lab.clusters[lab.hub]["server"], args.clusters, member))
+            print("  1 cluster in one task:            %6.2f s" % one)
+            print("  %d clusters in one task:          %6.2f s" % (args.clusters, many))
+            print("  %d clusters one after another:    %6.2f s  (%d x the one-cluster task)" % (args.clusters, args.clusters * one, args.clusters))
+            print("  speed-up of the single task:      %6.1f x" % (args.clusters * one / many))
+            if agent.error:
+                print("simulated agent, last error: %s" % agent.error, file=sys.stderr)
+        finally:
+            for work in resources.list_objects(hub, MANIFEST_WORK):  # left by a failed run; the agent finalizes them
+                if work["metadata"]["namespace"] in names and agent is not None:
+                    resources.delete(hub, MANIFEST_WORK, work["metadata"]["name"], work["metadata"]["namespace"], wait=True)
+            if agent is not None:
+                agent.stop()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda n: unregister(hub, n), names))
+            try:
+                lab.api(member).delete("/api/v1/namespaces/default/configmaps/bench-greeting")
+            except ApiError as exc:
+                if exc.status != 404:
+                    raise
 
 
 if __name__ == "__main__":

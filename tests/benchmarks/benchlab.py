@@ -1,0 +1,46 @@
+"""What the benchmarks share: the test helpers on ``sys.path``, the checkout importable as
+multicluster.fleet, and the lab they run against.
+
+    import benchlab  # before the test helpers: puts tests/, tests/lab and tests/integration on sys.path
+
+    benchlab.add_lab_argument(parser)
+    with benchlab.lab(args.lab_dir, ["hub", "member1"]) as lab:
+        ...
+
+``lab`` attaches to the lab in ``--lab-dir`` (or ``FLEET_LAB_DIR``) when one was started there;
+otherwise it starts the clusters the benchmark needs and stops them when the block ends.
+"""
+
+import contextlib
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+for folder in (os.path.join("tests", "integration"), os.path.join("tests", "lab"), "tests"):  # tests/conftest.py first
+    sys.path.insert(0, os.path.join(ROOT, folder))
+
+import conftest  # noqa: E402  (links the checkout as multicluster.fleet)
+from lab import Lab  # noqa: E402
+
+COLLECTIONS_ROOT = conftest.COLLECTIONS_ROOT
+
+
+def add_lab_argument(parser):
+    parser.add_argument("--lab-dir", default=os.environ.get("FLEET_LAB_DIR"),
+                        help="directory of a lab started with tests/lab/lab.py up (default: $FLEET_LAB_DIR); "
+                             "without one, a lab is started for the run and stopped afterwards")
+
+
+@contextlib.contextmanager
+def lab(lab_dir, clusters):
+    """The lab in ``lab_dir`` if one was started there, else a new lab of ``clusters``, stopped at the end."""
+    if lab_dir and os.path.exists(os.path.join(lab_dir, "state.json")):
+        yield Lab.load(lab_dir)
+        return
+    started = Lab(lab_dir or tempfile.mkdtemp(prefix="fleet-bench-"))
+    started.up(clusters)
+    try:
+        yield started
+    finally:
+        started.down()
