@@ -37,8 +37,8 @@ def run_module(name, args, check_mode=False, diff=False, env=None):
     return result
 
 
-def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False):
-    """Run the plays (a list, written to a temporary playbook) with ansible-playbook."""
+def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, diff=False):
+    """Run the plays (a list, written to a temporary playbook) with ansible-playbook (``--check``, ``--diff``)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "play.yml")
         with open(path, "w") as handle:
@@ -50,6 +50,8 @@ def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False):
             command += ["-e", json.dumps(extra_vars)]
         if check:
             command.append("--check")
+        if diff:
+            command.append("--diff")
         environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
                            ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
                            **(env or {}))

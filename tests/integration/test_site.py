@@ -1,9 +1,13 @@
 """The playbooks end to end on the lab: site.yml registers both members for each engine, a member
 with a broken kubeconfig fails alone and is named in the summary, a second run changes nothing,
 deploy_work.yml delivers a workload, and detach.yml returns the lab to its starting state, object by
-object. The lab's simulations play the operators, agents and hub controllers (tests/lab/simulate.py).
+object. Check mode is run at three points of each engine's sequence, and must write nothing: site.yml
+on the starting state (it would install), site.yml --diff on the registered fleet (nothing to change)
+and detach.yml on the registered fleet (it would remove). The lab's simulations play the operators,
+agents and hub controllers (tests/lab/simulate.py).
 """
 
+import json
 import os
 import re
 
@@ -39,8 +43,13 @@ HUB_KINDS = KINDS + (
 )
 
 
-def snapshot(lab):
+def snapshot(lab, contents=False):
     """Every object of the kinds the playbooks write, per cluster, as ``Kind/namespace/name``.
+
+    With ``contents``, a dict per cluster instead, mapping each such name to the object as JSON without
+    its status and the metadata the API server maintains (``resourceVersion``, ``generation``,
+    ``managedFields``); ``uid`` and ``creationTimestamp`` stay, so an object deleted and created again
+    differs too. That is what a check-mode run must leave exactly as it was.
 
     Left out: what Kubernetes derives by itself (ServiceAccount token Secrets, the ``kube-root-ca.crt``
     ConfigMaps and ``default`` ServiceAccounts of each namespace; CertificateSigningRequests, which its
@@ -48,11 +57,12 @@ def snapshot(lab):
     OCM hub controller creates on acceptance and keeps, with what Kubernetes puts into them.
     """
     state = {}
+    volatile = ("resourceVersion", "generation", "managedFields", "selfLink")
     for name, info in lab.clusters.items():
         api = fleet_lab.ApiClient.for_cluster(info)
         cluster_namespaces = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]
                               if "open-cluster-management.io/cluster-name" in (n["metadata"].get("labels") or {})}
-        found = set()
+        found = {}
         for kind, path in HUB_KINDS if name == lab.hub else KINDS:
             for obj in api.get(path)["items"]:
                 meta = obj["metadata"]
@@ -62,9 +72,16 @@ def snapshot(lab):
                     continue
                 ref = "/".join([kind] + ([namespace] if namespace else []) + [meta["name"]])
                 if ref not in SIMULATION_OWNED:
-                    found.add(ref)
-        state[name] = found
+                    obj.pop("status", None)
+                    found[ref] = json.dumps(dict(obj, metadata={k: v for k, v in meta.items() if k not in volatile}),
+                                            sort_keys=True)
+        state[name] = found if contents else set(found)
     return state
+
+
+def hub_csrs(lab):
+    """The names of the CertificateSigningRequests on the hub."""
+    return {c["metadata"]["name"] for c in lab.api(lab.hub).get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]}
 
 
 def write_inventory(lab, tmp_path, engine, broken=False):
@@ -81,11 +98,24 @@ def write_inventory(lab, tmp_path, engine, broken=False):
     return str(path)
 
 
-def play(name, inventory, **extra_vars):
+def play(name, inventory, check=False, diff=False, **extra_vars):
     done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", name)}], inventory=inventory,
-                        extra_vars=extra_vars or None)
+                        extra_vars=extra_vars or None, check=check, diff=diff)
     recap = dict((m[0], dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued"), map(int, m[1:]))))
                  for m in RECAP.findall(done.stdout))
+    return done, recap
+
+
+def check_play(lab, name, inventory, diff=False, **extra_vars):
+    """Run a playbook in check mode; assert that it succeeded for every host and wrote nothing: every object
+    of every cluster as it was (``snapshot(lab, contents=True)``) and no CSR created on the hub."""
+    before, csrs = snapshot(lab, contents=True), hub_csrs(lab)
+    done, recap = play(name, inventory, check=True, diff=diff, **extra_vars)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert set(recap) == {"hub-cluster", "member1", "member2"}, recap
+    assert all(r["failed"] == 0 and r["rescued"] == 0 and r["unreachable"] == 0 for r in recap.values()), recap
+    assert snapshot(lab, contents=True) == before
+    assert hub_csrs(lab) == csrs
     return done, recap
 
 
@@ -105,6 +135,16 @@ def starting_state(lab, simulations):
 class TestKarmada:
     # Without Karmada's CSR auto-approval (the molecule scenario covers it), so that site.yml approves the pull
     # member's CSR with csr_accept while the member waits for its certificate.
+    def test_check_mode_on_the_starting_state_writes_nothing(self, lab, simulations, starting_state, tmp_path_factory):
+        assert snapshot(lab) == starting_state
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        done, recap = check_play(lab, "site.yml", inventory, hub_init_csr_auto_approval=False)
+        # It would create the hub's namespace, RBAC and join token, join member1 and deploy member2's agent ...
+        assert all(r["changed"] > 0 for r in recap.values()), recap
+        # ... but cannot preview member2's registration before the hub has a join token, and says so.
+        assert re.search(r"ok: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
+        assert snapshot(lab) == starting_state
+
     def test_site_registers_push_and_pull_members(self, lab, simulations, starting_state, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
         done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
@@ -122,6 +162,14 @@ class TestKarmada:
         assert ["MulticlusterFleetApproved"] in approvals.values(), approvals
         assert not hub.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:karmada:certificatesigningrequest:autoapprover")
 
+    def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        done, recap = check_play(lab, "site.yml", inventory, diff=True, hub_init_csr_auto_approval=False)
+        assert all(r["changed"] == 0 for r in recap.values()), recap
+        assert "+++ after" not in done.stdout, done.stdout[-4000:]
+        rows = summary(done.stdout)
+        assert rows["member1"][-1] == rows["member2"][-1] == "registered"
+
     def test_second_run_changes_nothing_and_a_broken_member_fails_alone(self, lab, simulations, tmp_path_factory):
         directory = tmp_path_factory.mktemp("karmada")
         inventory = write_inventory(lab, directory, "karmada", broken=True)
@@ -137,6 +185,14 @@ class TestKarmada:
         assert "kubeconfig file %s does not exist" % (directory / "missing.kubeconfig") in failure
         assert "member1" not in failure and "member2" not in failure
 
+    def test_check_mode_detach_previews_and_removes_nothing(self, lab, simulations, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        _done, recap = check_play(lab, "detach.yml", inventory)
+        assert all(r["changed"] > 0 for r in recap.values()), recap
+        hub = lab.api(lab.hub)
+        for member in ("member1", "member2"):
+            assert hub.exists("/apis/cluster.karmada.io/v1alpha1/clusters/" + member)
+
     def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
         done, recap = play("detach.yml", inventory)
@@ -146,6 +202,20 @@ class TestKarmada:
 
 
 class TestOcm:
+    def test_check_mode_on_the_starting_state_writes_nothing(self, lab, simulations, starting_state, tmp_path_factory):
+        assert snapshot(lab) == starting_state
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        done, recap = check_play(lab, "site.yml", inventory)
+        # It would install the cluster manager and the klusterlets ...
+        assert all(r["changed"] > 0 for r in recap.values()), recap
+        # ... but cannot preview the joins before the hub has a join token, and says so.
+        for member in ("member1", "member2"):
+            assert re.search(r"ok: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \
+                done.stdout[-4000:]
+        # Nor accept them, whose klusterlets have not registered: it says so instead of failing to find their CSRs.
+        assert '"msg": "check mode: the acceptance of member1, member2 is not previewed' in done.stdout, done.stdout[-4000:]
+        assert snapshot(lab) == starting_state
+
     def test_site_registers_and_accepts_both_members(self, lab, simulations, starting_state, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
         done, _recap = play("site.yml", inventory)
@@ -161,6 +231,14 @@ class TestOcm:
             klusterlet = lab.api(member).get("/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet")
             assert {c["type"]: c["status"] for c in klusterlet["status"]["conditions"]}["HubConnectionDegraded"] == "False"
 
+    def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        done, recap = check_play(lab, "site.yml", inventory, diff=True)
+        assert all(r["changed"] == 0 for r in recap.values()), recap
+        assert "+++ after" not in done.stdout, done.stdout[-4000:]
+        rows = summary(done.stdout)
+        assert rows["member1"] == rows["member2"] == ("ocm", "Pull", "v1.20.2", "True", "registered")
+
     def test_deploy_work_delivers_and_removes_a_workload(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
         done, _recap = play("deploy_work.yml", inventory)
@@ -172,6 +250,14 @@ class TestOcm:
         assert done.returncode == 0, done.stdout[-4000:]
         for member in ("member1", "member2"):
             assert not lab.api(member).exists("/api/v1/namespaces/default/configmaps/fleet-demo")
+
+    def test_check_mode_detach_previews_and_removes_nothing(self, lab, simulations, tmp_path_factory):
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        _done, recap = check_play(lab, "detach.yml", inventory)
+        assert all(r["changed"] > 0 for r in recap.values()), recap
+        hub = lab.api(lab.hub)
+        for member in ("member1", "member2"):
+            assert hub.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/" + member)["spec"]["hubAcceptsClient"] is True
 
     def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
