@@ -131,7 +131,9 @@ options:
 """
 
 
-# The member (for modules acting on the hub) and the hub (for modules acting on a member): one text, two
-# option names. Set here because ansible-test's yamllint check only reads literal strings in the class body.
+# The member (for modules acting on the hub), the hub (for modules acting on a member) and the hosting cluster
+# of an OCM Hosted klusterlet: one text, three option names. Set here because ansible-test's yamllint check only
+# reads literal strings in the class body.
 ModuleDocFragment.MEMBER = ModuleDocFragment._SECOND_CLUSTER.replace("CLUSTER_OPTION", "member")
 ModuleDocFragment.HUB = ModuleDocFragment._SECOND_CLUSTER.replace("CLUSTER_OPTION", "hub")
+ModuleDocFragment.HOSTING = ModuleDocFragment._SECOND_CLUSTER.replace("CLUSTER_OPTION", "hosting")

@@ -65,9 +65,37 @@ CLUSTER_NAME_MAX_LENGTH = 63
 AGENT_NAMESPACE = "open-cluster-management-agent"
 BOOTSTRAP_SECRET = "bootstrap-hub-kubeconfig"  # what join writes: the hub URL, its CA and the token
 HUB_KUBECONFIG_SECRET = "hub-kubeconfig-secret"  # what the registration agent writes once accepted
+EXTERNAL_MANAGED_KUBECONFIG_SECRET = "external-managed-kubeconfig"  # Hosted: how the agents reach the managed cluster
 KUBECONFIG_KEY = "kubeconfig"  # hub-kubeconfig-secret also holds tls.crt, tls.key, cluster-name and agent-name
+GRPC_CONFIG_KEY = "config.yaml"  # the grpc driver's bootstrap config in the bootstrap Secret
 KLUSTERLET_NAME = "klusterlet"
-REGISTRATION_AUTH_TYPE = "csr"
+KLUSTERLET_MODES = ("Default", "Singleton", "Hosted", "SingletonHosted")
+HOSTED_MODES = ("Hosted", "SingletonHosted")
+HOSTED_PREFIX = "klusterlet-"
+REGISTRATION_DRIVERS = ("csr", "grpc")
+# A Hosted Klusterlet is named klusterlet-<cluster> and so is its agent namespace on the hosting cluster.
+HOSTED_CLUSTER_NAME_MAX_LENGTH = CLUSTER_NAME_MAX_LENGTH - len(HOSTED_PREFIX)
+
+
+class Placement:
+    """Where a cluster's klusterlet lives: the Klusterlet's name, the agent namespace and ``spec.namespace``.
+
+    Default and Singleton: Klusterlet ``klusterlet``, agents in ``open-cluster-management-agent`` on the
+    managed cluster. Hosted and SingletonHosted: Klusterlet ``klusterlet-<cluster>`` on the hosting
+    cluster, its agents and Secrets in namespace ``klusterlet-<cluster>`` there, and ``spec.namespace``
+    ``open-cluster-management-klusterlet-<cluster>`` on the managed cluster (as the operator names it).
+    """
+
+    def __init__(self, cluster_name, mode=None):
+        self.mode = mode
+        self.hosted = mode in HOSTED_MODES
+        if self.hosted:
+            self.klusterlet = HOSTED_PREFIX + cluster_name
+            self.agent_namespace = self.klusterlet
+            self.spec_namespace = "open-cluster-management-" + self.klusterlet
+        else:
+            self.klusterlet = KLUSTERLET_NAME
+            self.agent_namespace = self.spec_namespace = AGENT_NAMESPACE
 
 
 def agent_organization(cluster_name):
@@ -80,17 +108,37 @@ def agent_common_name(cluster_name, agent_name):
     return "%s%s:%s" % (SUBJECT_PREFIX, cluster_name, agent_name)
 
 
-def bootstrap_secret(kubeconfig_text):
-    """Secret ``open-cluster-management-agent/bootstrap-hub-kubeconfig`` (key ``kubeconfig``)."""
-    return {"metadata": {"name": BOOTSTRAP_SECRET, "namespace": AGENT_NAMESPACE}, "type": "Opaque",
+def grpc_bootstrap_config(server, ca_pem, token):
+    """The grpc driver's bootstrap ``config.yaml``: the server, its CA (base64 PEM) and the token."""
+    return pki.yaml_text({"url": server, "caData": pki.b64(ca_pem), "token": token})
+
+
+def bootstrap_secret(kubeconfig_text, namespace=AGENT_NAMESPACE, grpc_config=None):
+    """Secret ``<agent namespace>/bootstrap-hub-kubeconfig`` (key ``kubeconfig``; ``config.yaml`` for grpc)."""
+    data = {KUBECONFIG_KEY: pki.b64(kubeconfig_text)}
+    if grpc_config:
+        data[GRPC_CONFIG_KEY] = pki.b64(grpc_config)
+    return {"metadata": {"name": BOOTSTRAP_SECRET, "namespace": namespace}, "type": "Opaque", "data": data}
+
+
+def external_managed_kubeconfig_secret(kubeconfig_text, namespace):
+    """Secret ``<agent namespace>/external-managed-kubeconfig`` of a Hosted klusterlet (key ``kubeconfig``)."""
+    return {"metadata": {"name": EXTERNAL_MANAGED_KUBECONFIG_SECRET, "namespace": namespace}, "type": "Opaque",
             "data": {KUBECONFIG_KEY: pki.b64(kubeconfig_text)}}
 
 
-def klusterlet(cluster_name, api_endpoint):
-    """The Klusterlet fields registration needs; the rest (images, deploy mode) belongs to the agent installer."""
-    return {"metadata": {"name": KLUSTERLET_NAME}, "spec": {
+def klusterlet(cluster_name, api_endpoint, placement, driver="csr"):
+    """The Klusterlet fields registration needs; images and resources belong to the agent installer.
+
+    ``deployOption.mode`` is written when ``placement`` names a mode: a Hosted Klusterlet is only right
+    with it.
+    """
+    spec = {
         "clusterName": cluster_name,
-        "namespace": AGENT_NAMESPACE,
+        "namespace": placement.spec_namespace,
         "externalServerURLs": [{"url": api_endpoint}],
-        "registrationConfiguration": {"registrationDriver": {"authType": REGISTRATION_AUTH_TYPE}},
-    }}
+        "registrationConfiguration": {"registrationDriver": {"authType": driver}},
+    }
+    if placement.mode:
+        spec["deployOption"] = {"mode": placement.mode}
+    return {"metadata": {"name": placement.klusterlet}, "spec": spec}

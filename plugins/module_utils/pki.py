@@ -217,9 +217,14 @@ def b64(data):
     return base64.b64encode(_bytes(data)).decode("ascii")
 
 
+def yaml_text(data):
+    """``data`` as block-style YAML text, keys in the given order."""
+    require_yaml()
+    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False)
+
+
 def kubeconfig(server, ca_pem, cluster, user, context, token=None, client_cert_pem=None, client_key_pem=None):
     """The YAML text of a kubeconfig with one cluster, one user (a token or a client certificate) and one context."""
-    require_yaml()
     credentials = {"token": token} if token else {
         "client-certificate-data": b64(client_cert_pem),
         "client-key-data": b64(client_key_pem),
@@ -232,7 +237,7 @@ def kubeconfig(server, ca_pem, cluster, user, context, token=None, client_cert_p
         "contexts": [{"name": context, "context": {"cluster": cluster, "user": user}}],
         "current-context": context,
     }
-    return yaml.safe_dump(config, default_flow_style=False, sort_keys=False)
+    return yaml_text(config)
 
 
 def _named(entries, name, key):

@@ -27,7 +27,7 @@ import secrets
 import tempfile
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
@@ -48,12 +48,15 @@ class Registration:
     def __init__(self, engine, cluster_name, state="present", hub_apiserver=None, token=None, ca_cert_hashes=None,
                  unsafe_skip_ca_verification=False, force_internal_endpoint_lookup=False, discovery_timeout=30,
                  csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
-                 renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60):
+                 renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60, klusterlet_mode=None,
+                 registration_driver="csr", grpc_server=None, grpc_ca_pem=None):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
             raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
         validate_cluster_name(engine, cluster_name)
+        self.placement = klusterlet_placement(engine, cluster_name, klusterlet_mode, registration_driver)
+        self.registration_driver = registration_driver
         self.engine = engine
         self.cluster_name = cluster_name
         self.state = state
@@ -82,6 +85,30 @@ class Registration:
             if engine == "karmada":
                 bootstrap.parse_token(token)  # Karmada registers with a bootstrap token only
             self.ca_pins = bootstrap.expected_pins(ca_cert_hashes, unsafe_skip_ca_verification)
+        self.grpc_server = self.grpc_ca_pem = None
+        if registration_driver == "grpc" and state == "present":
+            if not grpc_server or not grpc_ca_pem:
+                raise FleetError("registration_driver=grpc needs grpc_server and grpc_ca_pem (the CA of the hub's gRPC server)")
+            pki.load_certificates(grpc_ca_pem, "grpc_ca_pem")
+            self.grpc_server, self.grpc_ca_pem = grpc_server, grpc_ca_pem
+
+
+def klusterlet_placement(engine, cluster_name, mode, driver):
+    """The :class:`ocm.Placement` of the cluster's Klusterlet; FleetError for settings only OCM has."""
+    if engine != "ocm":
+        if mode or driver != "csr":
+            raise FleetError("klusterlet_mode and registration_driver are OCM settings; engine is %s" % engine)
+        return None
+    if mode is not None and mode not in ocm.KLUSTERLET_MODES:
+        raise FleetError("klusterlet_mode must be one of %s, got %r" % (", ".join(ocm.KLUSTERLET_MODES), mode))
+    if driver not in ocm.REGISTRATION_DRIVERS:
+        raise FleetError("registration_driver must be one of %s, got %r" % (", ".join(ocm.REGISTRATION_DRIVERS), driver))
+    placement = ocm.Placement(cluster_name, mode)
+    if placement.hosted and len(cluster_name) > ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH:
+        raise FleetError("cluster name %r is too long for klusterlet_mode %s: the Klusterlet and its namespace on the hosting "
+                         "cluster are named %s<cluster>, so the name may have at most %d characters"
+                         % (cluster_name, mode, ocm.HOSTED_PREFIX, ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH))
+    return placement
 
 
 def validate_cluster_name(engine, name):
@@ -229,13 +256,13 @@ def _refuse_another_karmada_agent(parts, name, doing):
                          "agent (unregister %s first)" % (identity, name, doing, identity[len(karmada.AGENT_USER_PREFIX):]))
 
 
-def _refuse_another_klusterlet(member, name, doing):
-    """FleetError when the member's Klusterlet registers another cluster."""
-    current = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
+def _refuse_another_klusterlet(runtime, placement, name, doing):
+    """FleetError when the Klusterlet this registration would use registers another cluster."""
+    current = resources.get(runtime, ocm.KLUSTERLET, placement.klusterlet)
     registered_as = ((current or {}).get("spec") or {}).get("clusterName")
     if registered_as and registered_as != name:
-        raise FleetError("the member's Klusterlet registers cluster %s, not %s: refusing to %s another cluster "
-                         "(unjoin %s first)" % (registered_as, name, doing, registered_as))
+        raise FleetError("Klusterlet %s on cluster '%s' registers cluster %s, not %s: refusing to %s another cluster "
+                         "(unjoin %s first)" % (placement.klusterlet, runtime.name, registered_as, name, doing, registered_as))
 
 
 # --- Karmada ---------------------------------------------------------------------------------------
@@ -383,19 +410,20 @@ def karmada_absent(member, hub, reg, check_mode=False):
 # --- OCM -------------------------------------------------------------------------------------------
 
 
-def _require_klusterlet_crd(member):
+def _require_klusterlet_crd(runtime):
     try:
-        member.request("GET", ocm.KLUSTERLET.path())
+        runtime.request("GET", ocm.KLUSTERLET.path())
     except client.NotFound:
         raise FleetError("cluster '%s' does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
-                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % member.name)
+                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.name)
 
 
-def _stored_ocm_credentials(member, reg):
+def _stored_ocm_credentials(runtime, reg):
     """``(expiration or None, problem or None)`` of the registration agent's hub kubeconfig Secret."""
-    stored = resources.get(member, SECRET, ocm.HUB_KUBECONFIG_SECRET, ocm.AGENT_NAMESPACE)
+    namespace = reg.placement.agent_namespace
+    stored = resources.get(runtime, SECRET, ocm.HUB_KUBECONFIG_SECRET, namespace)
     if stored is None:
-        return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET)
+        return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (namespace, ocm.HUB_KUBECONFIG_SECRET)
     cluster_name = _secret_value(stored, "cluster-name")
     agent_name = _secret_value(stored, "agent-name")
     if cluster_name != reg.cluster_name or not agent_name:
@@ -410,49 +438,92 @@ def _stored_ocm_credentials(member, reg):
     return (None, problem) if problem else (_certificate_expiration(cert_pem), None)
 
 
-def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.discover_hub):
+def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.discover_hub, hosting=None, managed_kubeconfig=None):
     """Join: the bootstrap kubeconfig and the Klusterlet registration fields (the klusterlet does the CSR).
 
-    ``hub`` is not needed: the klusterlet registers itself.
+    ``hub`` is not needed: the klusterlet registers itself. In Hosted modes everything is written to
+    ``hosting``, with ``managed_kubeconfig`` (how the agents reach ``member``) in its own Secret.
     """
     report = Report()
-    _require_klusterlet_crd(member)
-    _refuse_another_klusterlet(member, reg.cluster_name, "join as")
-    expiration, problem = _stored_ocm_credentials(member, reg)
+    placement = reg.placement
+    runtime = hosting or member
+    _require_klusterlet_crd(runtime)
+    _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
+    expiration, problem = _stored_ocm_credentials(runtime, reg)
     result = dict(engine="ocm", cluster_name=reg.cluster_name, api_endpoint=reg.api_endpoint or member.server,
                   csr_name=None, reason=problem, certificate_expiration=expiration, joined=problem is None,
-                  hub_server=None, ca_pins=[])
+                  hub_server=None, ca_pins=[], klusterlet=placement.klusterlet, agent_namespace=placement.agent_namespace)
     if problem:
         discovered = discover(reg, discover_hub)
         result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
         kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], discovered["ca_pem"], reg.token)
-    for namespace in (ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE):
-        report.ensure(member, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
+        grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, reg.token)
+    namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
+    for namespace in namespaces:
+        report.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
     if problem:
-        report.ensure(member, SECRET, ocm.bootstrap_secret(kubeconfig), check_mode)
-    report.ensure(member, ocm.KLUSTERLET, ocm.klusterlet(reg.cluster_name, result["api_endpoint"]), check_mode)
+        report.ensure(runtime, SECRET, ocm.bootstrap_secret(kubeconfig, placement.agent_namespace, grpc_config), check_mode)
+    if placement.hosted:
+        report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
+                      check_mode)
+    report.ensure(runtime, ocm.KLUSTERLET, ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement,
+                                                          reg.registration_driver), check_mode)
     return report.result(**result)
 
 
-def ocm_absent(member, hub, reg, check_mode=False):
-    """Unjoin: the Klusterlet and both hub kubeconfig Secrets; with hub credentials the ManagedCluster too."""
+def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
+    """Unjoin: the Klusterlet and the Secrets of its agent namespace (Hosted: the namespace too); with hub
+    credentials the ManagedCluster too."""
     report = Report()
     name = reg.cluster_name
-    _refuse_another_klusterlet(member, name, "unjoin")
-    report.delete(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
-    for secret_name in (ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET):
-        report.delete(member, SECRET, secret_name, ocm.AGENT_NAMESPACE, check_mode)
+    placement = reg.placement
+    runtime = hosting or member
+    _refuse_another_klusterlet(runtime, placement, name, "unjoin")
+    report.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+    secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
+    if placement.hosted:
+        secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
+    for secret_name in secrets_of_join:
+        report.delete(runtime, SECRET, secret_name, placement.agent_namespace, check_mode)
+    if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
+        report.delete(runtime, NAMESPACE, placement.agent_namespace, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
     if hub:
         report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
     else:
         report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete it)" % name)
-    return report.result(engine="ocm", cluster_name=name)
+    return report.result(engine="ocm", cluster_name=name, klusterlet=placement.klusterlet)
 
 
-def run(member, hub, reg, check_mode=False):
-    """Dispatch on engine and state; return the module result."""
-    if reg.engine == "karmada":
-        action = karmada_present if reg.state == "present" else karmada_absent
+def hosted_agents_kubeconfig(path, member_kubeconfig, member_context):
+    """The YAML text of the kubeconfig Hosted agents use to reach the member, every credential embedded.
+
+    ``path`` (its current context) when given, else the member connection's kubeconfig and context.
+    """
+    if path:
+        source, context = path, None
+    elif member_kubeconfig:
+        source, context = member_kubeconfig, member_context
     else:
-        action = ocm_present if reg.state == "present" else ocm_absent
-    return action(member, hub, reg, check_mode)
+        raise FleetError("a Hosted klusterlet needs a kubeconfig of the managed cluster for its agents: set "
+                         "managed_kubeconfig (the member connection is given without a kubeconfig)")
+    return pki.yaml_text(kubeconfig.flatten(source, context, "member"))
+
+
+def run(member, hub, reg, check_mode=False, hosting=None, managed_kubeconfig=None):
+    """Dispatch on engine and state; return the module result.
+
+    ``hosting`` (a Cluster) and ``managed_kubeconfig`` (YAML text) are for Hosted klusterlets only.
+    """
+    hosted = bool(reg.placement and reg.placement.hosted)
+    if hosted != bool(hosting):
+        raise FleetError("klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode if hosted else
+                         "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
+    if reg.engine == "karmada":
+        if reg.state == "present":
+            return karmada_present(member, hub, reg, check_mode)
+        return karmada_absent(member, hub, reg, check_mode)
+    if reg.state == "present":
+        if hosted and not managed_kubeconfig:
+            raise FleetError("a Hosted klusterlet needs the managed cluster's kubeconfig (managed_kubeconfig)")
+        return ocm_present(member, hub, reg, check_mode, hosting=hosting, managed_kubeconfig=managed_kubeconfig)
+    return ocm_absent(member, hub, reg, check_mode, hosting=hosting)

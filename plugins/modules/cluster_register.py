@@ -28,24 +28,28 @@ description:
     new CSR, and the token is not used, so re-runs after the token expired still pass. Closer to expiry it is renewed.
   - B(OCM) (O(engine=ocm)) - writes Secret C(open-cluster-management-agent/bootstrap-hub-kubeconfig) (cluster C(hub),
     user C(bootstrap), context C(bootstrap)) and the registration fields of Klusterlet C(klusterlet) (C(clusterName),
-    C(namespace), C(externalServerURLs), registration driver C(csr)). The klusterlet then creates its own CSR and
-    ManagedCluster; accept them with M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid certificate for
-    this cluster (Secret C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new token.
+    C(namespace), C(externalServerURLs), the registration driver of O(registration_driver), and C(deployOption.mode)
+    when O(klusterlet_mode) is given). The klusterlet then creates its own CSR and ManagedCluster; accept them with
+    M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid certificate for this cluster (Secret
+    C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new token.
+  - OCM B(Hosted) mode (O(klusterlet_mode=Hosted) or V(SingletonHosted), with O(hosting)) - the klusterlet runs on
+    another cluster, the hosting cluster, which must run the klusterlet operator. Everything is written there, as
+    C(clusteradm join --mode hosted) does - namespace C(klusterlet-<cluster>) holding the bootstrap Secret and Secret
+    C(external-managed-kubeconfig) (the kubeconfig the agents use to reach the member, see O(managed_kubeconfig)),
+    and Klusterlet C(klusterlet-<cluster>) whose C(spec.namespace) on the member is
+    C(open-cluster-management-klusterlet-<cluster>). The member itself is only read.
+  - OCM B(grpc) registration driver (O(registration_driver=grpc)) - the bootstrap Secret also holds C(config.yaml)
+    (C(url) O(grpc_server), C(caData) O(grpc_ca_pem), and the token), which the registration agent uses to reach the
+    hub's gRPC server instead of its API server; the Klusterlet's driver is C(grpc).
   - O(state=absent) unregisters. Karmada - with O(hub) credentials the Works in C(karmada-es-<cluster>), the Cluster
     and the agent RBAC on the hub (each deletion awaited), then the member's agent objects (Deployment, ClusterRole and
     ClusterRoleBinding C(karmada-agent), ServiceAccount C(karmada-agent-sa), Secret C(karmada-kubeconfig), and namespace
     C(karmada-system) when it is labelled C(karmada.io/system=true)). A cluster registered in Push mode is refused (use
-    M(multicluster.fleet.cluster_join)). OCM - the Klusterlet and both hub kubeconfig Secrets, and with O(hub) the
-    ManagedCluster.
+    M(multicluster.fleet.cluster_join)). OCM - the Klusterlet and the Secrets join wrote or the agent wrote (on the
+    hosting cluster in Hosted mode, and namespace C(klusterlet-<cluster>) there), and with O(hub) the ManagedCluster.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   cluster_name:
     description:
       - The member's name on the hub. A DNS-1123 label of at most 48 (Karmada) or 63 (OCM) characters.
@@ -125,9 +129,45 @@ options:
       - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster).
     type: int
     default: 60
+  klusterlet_mode:
+    description:
+      - OCM only. The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the agent installer
+        set is kept (C(Default) when none is set).
+      - V(Hosted) and V(SingletonHosted) need O(hosting) (the cluster where the klusterlet runs and where the bootstrap
+        Secret, Secret C(external-managed-kubeconfig) and Klusterlet C(klusterlet-<cluster>) are written), and limit
+        O(cluster_name) to 52 characters. O(hosting) is refused with the other modes.
+    type: str
+    choices: [Default, Singleton, Hosted, SingletonHosted]
+  managed_kubeconfig:
+    description:
+      - OCM Hosted mode only. Path to the kubeconfig the hosted agents use to reach the member (the managed cluster),
+        stored in Secret C(external-managed-kubeconfig) on the hosting cluster. Its current context is used, and files it
+        refers to are embedded. It must work from the hosting cluster's network.
+      - Defaults to the member connection's O(kubeconfig) and O(context). Users that authenticate with C(exec) or
+        C(auth-provider) cannot be copied and are refused.
+    type: path
+  registration_driver:
+    description:
+      - OCM only. How the registration agent reaches the hub - V(csr) through the hub API server, V(grpc) through the
+        hub's gRPC server (ClusterManager registration driver C(grpc)), which needs O(grpc_server) and O(grpc_ca_pem).
+    type: str
+    choices: [csr, grpc]
+    default: csr
+  grpc_server:
+    description:
+      - The hub's gRPC server as C(host:port), as the agents reach it. Required with O(registration_driver=grpc).
+    type: str
+  grpc_ca_pem:
+    description:
+      - The PEM text of the CA bundle that signed the gRPC server's certificate (the hub's
+        C(open-cluster-management-hub/ca-bundle-configmap), or the C(caBundle) of a C(hostname) endpoint). Required with
+        O(registration_driver=grpc).
+    type: str
 extends_documentation_fragment:
   - multicluster.fleet.auth
   - multicluster.fleet.auth.hub
+  - multicluster.fleet.auth.hosting
+  - multicluster.fleet.engine
   - multicluster.fleet.attributes
 attributes:
   check_mode:
@@ -188,6 +228,31 @@ EXAMPLES = r"""
     token: "{{ ocm_join.token }}"
     ca_cert_hashes:
       - sha256:7877f4b21bc834bd68751fe486fccd6d66b4375710126c7489fa7a22a306b426
+
+- name: Join member4 to an OCM hub with its klusterlet hosted on the hub cluster
+  multicluster.fleet.cluster_register:
+    engine: ocm
+    cluster_name: member4
+    kubeconfig: /etc/fleet/member4.kubeconfig
+    klusterlet_mode: Hosted
+    hosting:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+    managed_kubeconfig: /etc/fleet/member4-internal.kubeconfig
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ ocm_join.token }}"
+    ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
+
+- name: Join member5 through the hub's gRPC server
+  multicluster.fleet.cluster_register:
+    engine: ocm
+    cluster_name: member5
+    context: member5
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ ocm_join.token }}"
+    ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
+    registration_driver: grpc
+    grpc_server: grpc.hub.example.com:443
+    grpc_ca_pem: "{{ lookup('ansible.builtin.file', '/etc/fleet/hub-grpc-ca.pem') }}"
 
 - name: Unregister member2 from Karmada, hub side included
   multicluster.fleet.cluster_register:
@@ -262,20 +327,36 @@ api_endpoint:
   returned: when O(state=present)
   type: str
   sample: https://10.0.0.7:6443
+klusterlet:
+  description: The Klusterlet of the cluster (OCM) - C(klusterlet), or C(klusterlet-<cluster>) on the hosting cluster.
+  returned: when O(engine=ocm)
+  type: str
+  sample: klusterlet
+agent_namespace:
+  description: The namespace of the klusterlet's Secrets and agents (OCM; on the hosting cluster in Hosted mode).
+  returned: when O(state=present) and O(engine=ocm)
+  type: str
+  sample: open-cluster-management-agent
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import register
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, register
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
-           "renew_before", "api_endpoint", "wait_timeout")
+           "renew_before", "api_endpoint", "wait_timeout", "klusterlet_mode", "registration_driver", "grpc_server",
+           "grpc_ca_pem")
 
 
 def run(module):
-    reg = register.Registration(**dict((name, module.params[name]) for name in OPTIONS))
-    hub = module.cluster(module.params["hub"], "hub") if module.params["hub"] else None
-    result = register.run(module.cluster(), hub, reg, module.check_mode)
+    params = module.params
+    reg = register.Registration(**dict((name, params[name]) for name in OPTIONS))
+    hub = module.cluster(params["hub"], "hub") if params["hub"] else None
+    hosting = module.cluster(params["hosting"], "hosting") if params["hosting"] else None
+    managed = None
+    if hosting and reg.state == "present":
+        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"])
+    result = register.run(module.cluster(), hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
     for warning in result.pop("warnings"):
         module.warn(warning)
     return result
@@ -297,6 +378,12 @@ def main():
         renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
         wait_timeout=dict(type="int", default=60),
+        klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
+        hosting=cluster_argument_spec(),
+        managed_kubeconfig=dict(type="path"),
+        registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),
+        grpc_server=dict(type="str"),
+        grpc_ca_pem=dict(type="str"),
         hub=cluster_argument_spec(),
     ), cluster_label="member", required_if=[("state", "present", ("hub_apiserver", "token"))])
     module.run(run)

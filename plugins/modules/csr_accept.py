@@ -38,12 +38,6 @@ description:
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
-  engine:
-    description:
-      - The multi-cluster control plane the hub runs.
-    type: str
-    required: true
-    choices: [karmada, ocm]
   clusters:
     description:
       - Names of the member clusters to accept. CSRs of other clusters are not touched.
@@ -90,6 +84,7 @@ options:
     default: 60
 extends_documentation_fragment:
   - multicluster.fleet.auth
+  - multicluster.fleet.engine
   - multicluster.fleet.attributes
 attributes:
   check_mode:

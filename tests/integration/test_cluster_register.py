@@ -27,6 +27,7 @@ from sim_klusterlet import SimulatedKlusterlet, SimulatedRegistrationController
 
 K_NAME, K_MEMBER = "reg-k1", "member2"
 O_NAME, O_MEMBER = "reg-o1", "member1"
+H_NAME, H_MEMBER, H_HOSTING = "reg-h1", "member2", "hub"  # OCM Hosted: member2's klusterlet runs on the hub cluster
 
 
 def auth(lab, name):
@@ -457,3 +458,105 @@ def test_ocm_unjoin(lab, hub_api, ocm_env):
     assert_nothing_written(lab, hub_api, "ocm")
     again = run_module("cluster_register", args)
     assert again["rc"] == 0 and again["changed"] is False
+
+
+def test_ocm_grpc_driver_writes_its_bootstrap_config(lab, hub_api, ocm_env):
+    joins, sims = ocm_env
+    member = connection(auth(lab, O_MEMBER), O_MEMBER)
+    ca_pem = open(lab.clusters["hub"]["ca_cert"]).read()
+    args = ocm_args(lab, joins["service_account"], registration_driver="grpc", grpc_server="grpc.hub.lab:443", grpc_ca_pem=ca_pem)
+    missing = run_module("cluster_register", dict(args, grpc_ca_pem=None))
+    assert missing["rc"] == 1 and "needs grpc_server and grpc_ca_pem" in missing["msg"]
+    planned = run_module("cluster_register", args, check_mode=True)
+    assert planned["rc"] == 0 and planned["changed"] is True
+    assert resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
+    result = run_module("cluster_register", args)
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changed"] and no_secret_in(result, joins["service_account"]["token"])
+    stored = resources.get(member, SECRET, ocm.BOOTSTRAP_SECRET, ocm.AGENT_NAMESPACE)
+    config = yaml.safe_load(base64.b64decode(stored["data"]["config.yaml"]))
+    assert config == {"url": "grpc.hub.lab:443", "caData": pki.b64(ca_pem), "token": joins["service_account"]["token"]}
+    klusterlet = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
+    assert klusterlet["spec"]["registrationConfiguration"]["registrationDriver"] == {"authType": "grpc"}
+    for check_mode in (True, False):
+        again = run_module("cluster_register", args, check_mode=check_mode)
+        assert again["rc"] == 0 and again["changed"] is False
+    if sims:  # the klusterlet simulation of the join test: it cannot speak grpc, and says so
+        sims[0].wait_for(lambda: "grpc" in sims[0].status, 10, "the klusterlet noticing the grpc driver")
+    gone = run_module("cluster_register", dict(auth(lab, O_MEMBER), engine="ocm", cluster_name=O_NAME, state="absent",
+                                               hub=auth(lab, "hub")))
+    assert gone["rc"] == 0 and resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
+
+
+# --- OCM Hosted ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hosted_env(lab, hub_prepared, hub_api, ocm_env):
+    """The Klusterlet API on the hosting cluster and the simulated hosted klusterlet; cleanup afterwards."""
+    fleet_lab.install_crds(lab.clusters[H_HOSTING], ["klusterlets.operator.open-cluster-management.io"])
+    hosting = connection(auth(lab, H_HOSTING), H_HOSTING)
+    member = connection(auth(lab, H_MEMBER), H_MEMBER)
+    sims = [SimulatedKlusterlet(lab, H_MEMBER, cluster_name=H_NAME, hosting=H_HOSTING).start(),
+            SimulatedRegistrationController(lab, [H_NAME]).start()]
+    yield hosting, member, sims
+    for sim in sims:
+        sim.stop()
+    namespace = ocm.HOSTED_PREFIX + H_NAME
+    delete_all([(hosting, ocm.KLUSTERLET, namespace, None), (hosting, NAMESPACE, namespace, None), (hub_api, NAMESPACE, H_NAME, None)]
+               + [(hub_api, CSR, name, None) for name in agent_csrs(hub_api, H_NAME)])
+
+
+def hosted_args(lab, join, **extra):
+    args = dict(auth(lab, H_MEMBER), engine="ocm", cluster_name=H_NAME, hub_apiserver=join["hub_apiserver"],
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], klusterlet_mode="Hosted",
+                hosting=auth(lab, H_HOSTING))
+    args.update(extra)
+    return args
+
+
+def test_ocm_hosted_join_accept_and_unjoin(lab, hub_api, ocm_env, hosted_env):
+    joins, dummy = ocm_env
+    hosting, member, sims = hosted_env
+    namespace = ocm.HOSTED_PREFIX + H_NAME
+    member_namespaces = sorted(n["metadata"]["name"] for n in resources.list_objects(member, NAMESPACE))
+    planned = run_module("cluster_register", hosted_args(lab, joins["bootstrap"]), check_mode=True)
+    assert planned["rc"] == 0 and planned["changed"] is True
+    assert resources.get(hosting, NAMESPACE, namespace) is None
+    result = run_module("cluster_register", hosted_args(lab, joins["bootstrap"]))
+    assert result["rc"] == 0, result.get("msg")
+    assert result["klusterlet"] == namespace and result["agent_namespace"] == namespace
+    assert result["changes"] == ["hosting Namespace/%s: created" % namespace,
+                                 "hosting Secret/%s/bootstrap-hub-kubeconfig: created" % namespace,
+                                 "hosting Secret/%s/external-managed-kubeconfig: created" % namespace,
+                                 "hosting Klusterlet/%s: created" % namespace]
+    assert no_secret_in(result, joins["bootstrap"]["token"])
+    klusterlet = resources.get(hosting, ocm.KLUSTERLET, namespace)
+    assert klusterlet["spec"]["deployOption"] == {"mode": "Hosted"}
+    assert klusterlet["spec"]["namespace"] == "open-cluster-management-" + namespace
+    # the member is only read; the kubeconfig for the hosted agents embeds everything and works on its own
+    assert sorted(n["metadata"]["name"] for n in resources.list_objects(member, NAMESPACE)) == member_namespaces
+    external = resources.get(hosting, SECRET, ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET, namespace)
+    parts = pki.read_kubeconfig(base64.b64decode(external["data"]["kubeconfig"]).decode())
+    assert parts["server"] == lab.clusters[H_MEMBER]["server"] and parts["client_cert_pem"] and parts["client_key_pem"]
+    # the hosted klusterlet registers through the bootstrap kubeconfig on the hosting cluster; the hub accepts it
+    resources.wait_until(lambda: (bool(agent_csrs(hub_api, H_NAME)), sims[0].status), 30, "the hosted klusterlet's CSR")
+    accepted = run_module("csr_accept", dict(auth(lab, "hub"), engine="ocm", clusters=[H_NAME], wait=True))
+    assert accepted["rc"] == 0, accepted.get("msg")
+    sims[0].wait_for(lambda: resources.condition_is(resources.get(hub_api, ocm.MANAGED_CLUSTER, H_NAME) or {}, ocm.JOINED),
+                     30, "the hosted klusterlet to join")
+    version = resources.get(hub_api, ocm.MANAGED_CLUSTER, H_NAME)["status"]["version"]["kubernetes"]
+    assert version == member.request("GET", "/version")["gitVersion"]  # read through external-managed-kubeconfig
+    for check_mode in (True, False):
+        again = run_module("cluster_register", hosted_args(lab, joins["service_account"]), check_mode=check_mode)
+        assert again["rc"] == 0 and again["changed"] is False and again["joined"] is True
+    gone = run_module("cluster_register", dict(auth(lab, H_MEMBER), engine="ocm", cluster_name=H_NAME, state="absent",
+                                               klusterlet_mode="Hosted", hosting=auth(lab, H_HOSTING), hub=auth(lab, "hub")))
+    assert gone["rc"] == 0, gone.get("msg")
+    assert gone["changes"] == ["hosting Klusterlet/%s: deleted" % namespace,
+                               "hosting Secret/%s/bootstrap-hub-kubeconfig: deleted" % namespace,
+                               "hosting Secret/%s/hub-kubeconfig-secret: deleted" % namespace,
+                               "hosting Secret/%s/external-managed-kubeconfig: deleted" % namespace,
+                               "hosting Namespace/%s: deleted" % namespace,
+                               "hub ManagedCluster/%s: deleted" % H_NAME]
+    assert resources.get(hub_api, ocm.MANAGED_CLUSTER, H_NAME) is None

@@ -14,6 +14,13 @@ certificate only: once the hub accepted the cluster it sets ``ManagedClusterJoin
 ``ManagedClusterConditionAvailable`` and ``ManagedClusterConditionClockSynced`` and the Kubernetes
 version, and renews the lease ``managed-cluster-lease``.
 
+In Hosted mode (``hosting`` given) the agent runs on the hosting cluster: it works in namespace
+``klusterlet-<cluster>`` there (the Klusterlet ``klusterlet-<cluster>`` names it, as the operator
+does), acts only once that Klusterlet and Secret ``external-managed-kubeconfig`` exist, and reaches
+the managed cluster only through that kubeconfig - so a kubeconfig that does not work is noticed.
+With the ``grpc`` registration driver the agent would talk to the hub's gRPC server, which the lab
+cannot run: the simulation then says so in its status and does nothing.
+
 ``SimulatedRegistrationController`` is the hub side, run with the hub's admin credentials: it keeps
 the finalizers on the ManagedCluster, and on ``hubAcceptsClient: true`` creates namespace
 ``<cluster>``, the cluster's ClusterRole/ClusterRoleBinding and RoleBindings, the lease, and sets
@@ -58,8 +65,12 @@ RBAC = "/apis/rbac.authorization.k8s.io/v1"
 LEASE_RENEW_SECONDS = 10
 
 
-def secret_path(name):
-    return f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets/{name}"
+KLUSTERLETS = "/apis/operator.open-cluster-management.io/v1/klusterlets"
+EXTERNAL_SECRET = "external-managed-kubeconfig"
+
+
+def secret_path(name, namespace=AGENT_NAMESPACE):
+    return f"/api/v1/namespaces/{namespace}/secrets/{name}"
 
 
 def lease_path(cluster):
@@ -74,17 +85,27 @@ def _decode(secret, key):
 class SimulatedKlusterlet(Simulation):
     """The klusterlet's registration agent for lab cluster ``member``, registering as ``cluster_name``.
 
-    ``cluster_name`` defaults to the Klusterlet ``klusterlet``'s ``spec.clusterName`` on the member (as
-    the operator passes it to the agent) or else the member's name; ``agent_name`` is random, or the
-    one a previous run stored in ``hub-kubeconfig-secret``.
+    ``cluster_name`` defaults to the Klusterlet's ``spec.clusterName`` (as the operator passes it to
+    the agent) or else the member's name; ``agent_name`` is random, or the one a previous run stored
+    in ``hub-kubeconfig-secret``. With ``hosting`` (a lab cluster name) the agent is the Hosted one
+    of Klusterlet ``klusterlet-<cluster_name or member>`` on that cluster.
     """
 
     name = "klusterlet"
 
-    def __init__(self, fleet, member, cluster_name=None, agent_name=None, interval=1.0):
+    def __init__(self, fleet, member, cluster_name=None, agent_name=None, interval=1.0, hosting=None):
+        if hosting:
+            self.name = f"klusterlet-{cluster_name or member}@{hosting}"
         super().__init__(interval)
         self.info = fleet.clusters[member]
-        self.member = lab.ApiClient.for_cluster(self.info)  # stands in for the agent's in-cluster ServiceAccount
+        self.hosted = bool(hosting)
+        # The agent's in-cluster ServiceAccount: on the member, or on the hosting cluster.
+        self.runtime = lab.ApiClient.for_cluster(fleet.clusters[hosting or member])
+        self.klusterlet = f"klusterlet-{cluster_name or member}" if hosting else "klusterlet"
+        self.namespace = self.klusterlet if hosting else AGENT_NAMESPACE
+        # How the agent reaches the managed cluster: in-cluster, or (Hosted) external-managed-kubeconfig.
+        self.member = None if hosting else lab.ApiClient.for_cluster(self.info)
+        self._managed_kubeconfig = None
         self.given_name = cluster_name
         self.cluster_name = cluster_name
         self.agent_name = agent_name
@@ -97,17 +118,37 @@ class SimulatedKlusterlet(Simulation):
         return f"{SUBJECT_PREFIX}{self.cluster_name}:{self.agent_name}"
 
     def sync(self):
-        hub_secret = get_or_none(self.member, secret_path(HUB_SECRET))
-        self._resolve_names(hub_secret)
+        klusterlet = get_or_none(self.runtime, f"{KLUSTERLETS}/{self.klusterlet}")
+        spec = (klusterlet or {}).get("spec") or {}
+        if self.hosted and not self._reach_managed_cluster(klusterlet):
+            return
+        if ((spec.get("registrationConfiguration") or {}).get("registrationDriver") or {}).get("authType") == "grpc":
+            self.status = "the grpc registration driver needs the hub's gRPC server, which the lab cannot run: not simulated"
+            return
+        hub_secret = get_or_none(self.runtime, secret_path(HUB_SECRET, self.namespace))
+        self._resolve_names(hub_secret, spec)
         if self._valid(hub_secret):
             self._run_as_agent(hub_secret)
         else:
             self._bootstrap()
 
-    def _resolve_names(self, hub_secret):
+    def _reach_managed_cluster(self, klusterlet):
+        """Hosted: a client for the managed cluster from ``external-managed-kubeconfig``; False while there is none."""
+        if klusterlet is None:
+            self.status = f"waiting for Klusterlet {self.klusterlet}"
+            return False
+        kubeconfig = _decode(get_or_none(self.runtime, secret_path(EXTERNAL_SECRET, self.namespace)) or {}, "kubeconfig")
+        if not kubeconfig:
+            self.status = f"waiting for Secret {self.namespace}/{EXTERNAL_SECRET}"
+            return False
+        if kubeconfig != self._managed_kubeconfig:
+            self.member = AgentClient.from_kubeconfig(kubeconfig, f"{self.workdir}/managed")
+            self._managed_kubeconfig = kubeconfig
+        return True
+
+    def _resolve_names(self, hub_secret, spec):
         if not self.given_name:  # the operator (re)starts the agent with the Klusterlet's clusterName
-            klusterlet = get_or_none(self.member, "/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet")
-            name = ((klusterlet or {}).get("spec") or {}).get("clusterName") or self.info["name"]
+            name = spec.get("clusterName") or self.info["name"]
             if name != self.cluster_name:
                 self.cluster_name, self.csr_name, self._key_pem = name, None, None
         if not self.agent_name:
@@ -126,10 +167,10 @@ class SimulatedKlusterlet(Simulation):
     # -- bootstrap: ManagedCluster, CSR, hub kubeconfig ------------------------------------------------
 
     def _bootstrap(self):
-        secret = get_or_none(self.member, secret_path(BOOTSTRAP_SECRET))
+        secret = get_or_none(self.runtime, secret_path(BOOTSTRAP_SECRET, self.namespace))
         kubeconfig = _decode(secret or {}, "kubeconfig")
         if not kubeconfig:
-            self.status = f"waiting for Secret {AGENT_NAMESPACE}/{BOOTSTRAP_SECRET}"
+            self.status = f"waiting for Secret {self.namespace}/{BOOTSTRAP_SECRET}"
             return
         hub = AgentClient.from_kubeconfig(kubeconfig, f"{self.workdir}/bootstrap")
         self._create_managed_cluster(hub)
@@ -207,9 +248,9 @@ class SimulatedKlusterlet(Simulation):
         }
         data = {"tls.crt": certificate, "tls.key": self._key_pem, "kubeconfig": yaml.safe_dump(kubeconfig).encode(),
                 "cluster-name": self.cluster_name.encode(), "agent-name": self.agent_name.encode()}
-        apply(self.member, f"/api/v1/namespaces/{AGENT_NAMESPACE}/secrets", {
+        apply(self.runtime, f"/api/v1/namespaces/{self.namespace}/secrets", {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": HUB_SECRET, "namespace": AGENT_NAMESPACE},
+            "metadata": {"name": HUB_SECRET, "namespace": self.namespace},
             "data": {k: base64.b64encode(v).decode() for k, v in data.items()},
         })
 

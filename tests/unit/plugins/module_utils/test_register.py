@@ -542,8 +542,80 @@ def test_ocm_absent_refuses_another_clusters_klusterlet(ca):
 def test_run_dispatches(ca, monkeypatch):
     calls = []
     for name in ("karmada_present", "karmada_absent", "ocm_present", "ocm_absent"):
-        monkeypatch.setattr(register, name, lambda *args, _name=name: calls.append(_name) or {})
+        monkeypatch.setattr(register, name, lambda *args, _name=name, **kwargs: calls.append(_name) or {})
     for engine in ("karmada", "ocm"):
         register.run(None, None, reg(engine))
         register.run(None, None, register.Registration(engine, CLUSTER, state="absent"))
     assert calls == ["karmada_present", "karmada_absent", "ocm_present", "ocm_absent"]
+
+
+def test_run_matches_hosting_with_the_klusterlet_mode(ca):
+    member, hosting = FakeCluster("member"), FakeCluster("hosting")
+    with pytest.raises(FleetError, match="klusterlet_mode Hosted needs the hosting cluster's connection"):
+        register.run(member, None, reg("ocm", klusterlet_mode="Hosted"))
+    with pytest.raises(FleetError, match="hosting is only used with klusterlet_mode Hosted"):
+        register.run(member, None, reg("ocm", klusterlet_mode="Default"), hosting=hosting)
+    with pytest.raises(FleetError, match="needs the managed cluster's kubeconfig"):
+        register.run(member, None, reg("ocm", klusterlet_mode="Hosted"), hosting=hosting)
+    assert member.objects == {} and hosting.objects == {}
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(engine="karmada", klusterlet_mode="Hosted"), "klusterlet_mode and registration_driver are OCM settings"),
+    (dict(engine="ocm", klusterlet_mode="Remote"), "klusterlet_mode must be one of Default, Singleton, Hosted"),
+    (dict(engine="ocm", registration_driver="awsirsa"), "registration_driver must be one of csr, grpc"),
+    (dict(engine="ocm", klusterlet_mode="Hosted", cluster_name="c" * 53), "may have at most 52 characters"),
+    (dict(engine="ocm", registration_driver="grpc", grpc_server="grpc.hub:443"), "needs grpc_server and grpc_ca_pem"),
+    (dict(engine="ocm", registration_driver="grpc", grpc_server="grpc.hub:443", grpc_ca_pem="not a PEM"), "grpc_ca_pem"),
+])
+def test_ocm_settings_are_checked(kwargs, fragment):
+    with pytest.raises(FleetError, match=fragment):
+        reg(kwargs.pop("engine"), **kwargs)
+
+
+MANAGED_KUBECONFIG = "apiVersion: v1\nkind: Config\n# the managed cluster, as the hosted agents reach it\n"
+
+
+def test_ocm_hosted_join_writes_to_the_hosting_cluster(ca, pin):
+    member, hosting = FakeCluster("member"), FakeCluster("hosting")
+    request = reg("ocm", ca_cert_hashes=[pin], klusterlet_mode="Hosted")
+    result = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca), hosting=hosting,
+                                  managed_kubeconfig=MANAGED_KUBECONFIG)
+    assert member.objects == {} and result["klusterlet"] == "klusterlet-member1"
+    assert result["changes"] == ["hosting Namespace/klusterlet-member1: created",
+                                 "hosting Secret/klusterlet-member1/bootstrap-hub-kubeconfig: created",
+                                 "hosting Secret/klusterlet-member1/external-managed-kubeconfig: created",
+                                 "hosting Klusterlet/klusterlet-member1: created"]
+    assert secret_text(hosting, SECRET.path("klusterlet-member1", "external-managed-kubeconfig"), "kubeconfig") == MANAGED_KUBECONFIG
+    config = yaml.safe_load(secret_text(hosting, SECRET.path("klusterlet-member1", ocm.BOOTSTRAP_SECRET), "kubeconfig"))
+    assert config["users"] == [{"name": "bootstrap", "user": {"token": SA_TOKEN}}]
+    klusterlet = hosting.objects[ocm.KLUSTERLET.path(name="klusterlet-member1")]
+    assert klusterlet["spec"] == {"clusterName": CLUSTER, "namespace": "open-cluster-management-klusterlet-member1",
+                                  "externalServerURLs": [{"url": member.server}], "deployOption": {"mode": "Hosted"},
+                                  "registrationConfiguration": {"registrationDriver": {"authType": "csr"}}}
+    assert_no_secrets(result, SA_TOKEN)
+    again = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca), hosting=hosting,
+                                 managed_kubeconfig=MANAGED_KUBECONFIG)
+    assert again["changed"] is False
+    gone = register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent", klusterlet_mode="Hosted"),
+                               hosting=hosting)
+    assert gone["changes"] == ["hosting Klusterlet/klusterlet-member1: deleted",
+                               "hosting Secret/klusterlet-member1/bootstrap-hub-kubeconfig: deleted",
+                               "hosting Secret/klusterlet-member1/hub-kubeconfig-secret: absent",
+                               "hosting Secret/klusterlet-member1/external-managed-kubeconfig: deleted",
+                               "hosting Namespace/klusterlet-member1: deleted"]
+
+
+def test_ocm_grpc_driver_writes_the_grpc_bootstrap_config(ca, pin):
+    member = FakeCluster("member")
+    request = reg("ocm", ca_cert_hashes=[pin], registration_driver="grpc", grpc_server="grpc.hub.example:443",
+                  grpc_ca_pem=ca.pem)
+    result = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))
+    config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "config.yaml"))
+    assert config == {"url": "grpc.hub.example:443", "caData": pki.b64(ca.pem), "token": SA_TOKEN}
+    assert yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))["current-context"] == "bootstrap"
+    klusterlet = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]
+    assert klusterlet["spec"]["registrationConfiguration"] == {"registrationDriver": {"authType": "grpc"}}
+    assert "deployOption" not in klusterlet["spec"]  # no klusterlet_mode given: the installer's choice is kept
+    assert_no_secrets(result, SA_TOKEN)
+    assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
