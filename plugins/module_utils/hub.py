@@ -10,7 +10,8 @@
   CSRs, exactly as ``karmadactl init`` creates them.
 - OCM: namespace ``open-cluster-management``, ServiceAccount ``agent-registration-bootstrap``,
   ClusterRole ``open-cluster-management:bootstrap`` (the rules of ``clusteradm init``) bound to
-  that ServiceAccount and to group ``system:bootstrappers:managedcluster``.
+  that ServiceAccount and to group ``system:bootstrappers:managedcluster``; and, when the
+  ClusterManager has the ``grpc`` registration driver, the gRPC endpoint members join through.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +21,7 @@ __metaclass__ = type
 import base64
 import binascii
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
@@ -36,6 +37,10 @@ CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NAME = bootstrap.CLUSTER_INFO.split("/")
 NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/get/list/watch CSRs
 KARMADA_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
 OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
+
+CLUSTER_MANAGER_NAME = "cluster-manager"
+# The CA of the gRPC server's certificate when the operator issues it (no caBundle of its own given).
+GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub", "ca-bundle-configmap", "ca-bundle.crt"
 
 _CLUSTER_INFO_READER = {"karmada": "system:karmada:bootstrap-signer-clusterinfo",
                         "ocm": "open-cluster-management:bootstrap-signer-clusterinfo"}
@@ -232,8 +237,8 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
     ``hub_apiserver`` (default: the hub connection's server) and ``ca_pem`` (default: the CA that
     verifies the hub connection) are what cluster-info publishes. Result keys: ``changed``,
     ``objects`` ("Kind/ns/name: action" for every object), ``diffs`` (one per changed object),
-    ``cluster_info`` (see :func:`ensure_cluster_info`), ``warnings``, ``hub_apiserver`` and
-    ``ca_cert_hashes`` (the pins of ``ca_pem``).
+    ``cluster_info`` (see :func:`ensure_cluster_info`), ``warnings``, ``hub_apiserver``,
+    ``ca_cert_hashes`` (the pins of ``ca_pem``) and ``grpc`` (:func:`grpc_endpoint`, OCM).
     """
     server = hub_apiserver or hub.server
     ca_pem = ca_pem or hub.ca_pem
@@ -246,13 +251,40 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
     outcomes = [info_outcome] + [_ensure(hub, kind, desired, check_mode) for kind, desired in wanted]
     outcomes += [_delete(hub, kind, desired, check_mode) for kind, desired in unwanted]
     warnings = []
+    grpc = grpc_endpoint(hub) if engine == "ocm" else None
+    if grpc and not (grpc["server"] and grpc["ca_pem"]):
+        warnings.append("the ClusterManager has the grpc registration driver, but %s: members cannot use it yet"
+                        % ("no hostname endpoint for it" if not grpc["server"] else
+                           "its CA is not published yet (%s/%s)" % (GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP)))
     if not report["matches"]:
         warnings.append(
             "%s on cluster '%s' publishes server %s (CA %s), not %s (CA %s); members discovering the hub get what it"
             " publishes. Set update_cluster_info: true to replace it (the bootstrapsigner re-signs it)."
             % (bootstrap.CLUSTER_INFO, hub.name, report["server"], ", ".join(report["ca_cert_hashes"]) or "unreadable",
                server, ", ".join(pins)))
-    return _result(outcomes, cluster_info=report, warnings=warnings, hub_apiserver=server, ca_cert_hashes=pins)
+    return _result(outcomes, cluster_info=report, warnings=warnings, hub_apiserver=server, ca_cert_hashes=pins, grpc=grpc)
+
+
+def grpc_endpoint(hub):
+    """``{"server", "ca_pem"}`` of the ClusterManager's gRPC registration endpoint, or None without the grpc driver.
+
+    ``server`` is the host of the C(hostname) endpoint exposure; ``ca_pem`` its ``caBundle``, else the
+    operator's CA in ConfigMap ``open-cluster-management-hub/ca-bundle-configmap`` (None until the
+    operator created it).
+    """
+    spec = (resources.get(hub, ocm.CLUSTER_MANAGER, CLUSTER_MANAGER_NAME) or {}).get("spec") or {}
+    drivers = (spec.get("registrationConfiguration") or {}).get("registrationDrivers") or []
+    if not any(driver.get("authType") == "grpc" for driver in drivers):
+        return None
+    exposures = (spec.get("serverConfiguration") or {}).get("endpointsExposure") or []
+    hostname = next(((e.get("grpc") or {}).get("hostname") or {} for e in exposures if e.get("protocol") == "grpc"), {})
+    ca_pem = None
+    if hostname.get("caBundle"):
+        ca_pem = base64.b64decode(hostname["caBundle"]).decode("ascii")
+    else:
+        configmap = resources.get(hub, CONFIG_MAP, GRPC_CA_CONFIGMAP, GRPC_CA_NAMESPACE)
+        ca_pem = ((configmap or {}).get("data") or {}).get(GRPC_CA_KEY)
+    return {"server": hostname.get("host"), "ca_pem": ca_pem}
 
 
 def _delete(hub, kind, desired, check_mode):

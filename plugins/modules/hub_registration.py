@@ -146,6 +146,23 @@ ca_cert_hashes:
   returned: state is present
   type: list
   elements: str
+grpc:
+  description:
+    - OCM - the gRPC registration endpoint members use with the C(grpc) registration driver, when the ClusterManager
+      has that driver; null otherwise. For M(multicluster.fleet.cluster_register)'s O(multicluster.fleet.cluster_register#module:grpc_server)
+      and O(multicluster.fleet.cluster_register#module:grpc_ca_pem).
+  returned: state is present
+  type: dict
+  contains:
+    server:
+      description: The host of the ClusterManager's C(hostname) endpoint for gRPC.
+      type: str
+      sample: grpc.hub.example.com
+    ca_pem:
+      description:
+        - PEM of the CA that verifies the gRPC server - the endpoint's C(caBundle), else ConfigMap
+          C(open-cluster-management-hub/ca-bundle-configmap) (null, with a warning, until the operator created it).
+      type: str
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import hub

@@ -13,6 +13,7 @@ from cryptography.x509.oid import NameOID
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
 )
@@ -315,3 +316,35 @@ def test_cluster_ca_pem_from_kubeconfig_data_or_file(tmp_path):
     insecure = copy.deepcopy(config)
     insecure["clusters"][0]["cluster"] = {"server": "https://10.9.9.9:6443", "insecure-skip-tls-verify": True}
     assert client.get_cluster({"kubeconfig": insecure}, "unit-ca-none").ca_pem is None
+
+
+# --- the gRPC registration endpoint (OCM) ----------------------------------------------------------
+
+
+def cluster_manager(fake, drivers, hostname=None):
+    spec = {"registrationConfiguration": {"registrationDrivers": [{"authType": d} for d in drivers]}}
+    if hostname is not None:
+        spec["serverConfiguration"] = {"endpointsExposure": [
+            {"protocol": "grpc", "usage": "agentToHub", "grpc": {"type": "hostname", "hostname": hostname}}]}
+    fake.add(CLUSTER_MANAGER, {"metadata": {"name": "cluster-manager"}, "spec": spec})
+
+
+def test_grpc_endpoint_needs_the_grpc_driver(fake_hub):
+    assert hub.grpc_endpoint(fake_hub) is None  # no ClusterManager
+    cluster_manager(fake_hub.fake, ["csr"])
+    assert hub.grpc_endpoint(fake_hub) is None
+    assert hub.ensure_registration(fake_hub, "ocm")["grpc"] is None
+
+
+def test_grpc_endpoint_ca_from_the_endpoint_or_the_operators_configmap(fake_hub):
+    cluster_manager(fake_hub.fake, ["csr", "grpc"], {"host": "grpc.hub.example"})
+    result = hub.ensure_registration(fake_hub, "ocm")
+    assert result["grpc"] == {"server": "grpc.hub.example", "ca_pem": None}
+    assert "its CA is not published yet (open-cluster-management-hub/ca-bundle-configmap)" in result["warnings"][0]
+    fake_hub.add(CONFIG_MAP, {"metadata": {"name": "ca-bundle-configmap", "namespace": "open-cluster-management-hub"},
+                              "data": {"ca-bundle.crt": OTHER_CA}})
+    result = hub.ensure_registration(fake_hub, "ocm")
+    assert result["grpc"] == {"server": "grpc.hub.example", "ca_pem": OTHER_CA} and result["warnings"] == []
+    fake_hub.fake.objects.clear()
+    cluster_manager(fake_hub.fake, ["grpc"], {"host": "grpc.hub.example", "caBundle": base64.b64encode(HUB_CA.encode()).decode()})
+    assert hub.grpc_endpoint(fake_hub) == {"server": "grpc.hub.example", "ca_pem": HUB_CA}
