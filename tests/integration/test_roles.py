@@ -4,12 +4,13 @@ klusterlet, both refuse inconsistent settings with a clear message, and uninstal
 accepted clusters remain, then removes what was installed. The simulations play the operators.
 """
 
+import base64
 import re
 
 import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET, MANAGED_CLUSTER
 from runner import run_playbook
 
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", re.MULTILINE)
@@ -70,8 +71,12 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
         ("hub_init", {"hub_init_ocm_resource_limits": {"cpu": "lots"}}, "not a Kubernetes quantity: cpu"),
         ("hub_init", {"hub_init_ocm_grpc_endpoint_host": ""}, "the grpc driver needs hub_init_ocm_grpc_endpoint_host"),
         ("hub_init", {"hub_init_ocm_feature_gates": []}, "need the feature gate ManagedClusterAutoApproval with mode Enable"),
-        ("agent_install", {"agent_install_ocm_mode": "Hosted"}, "agent_install_ocm_mode Hosted is not supported"),
-        ("agent_install", {"agent_install_ocm_registration_driver": "grpc"}, "agent_install_ocm_registration_driver grpc is not supported"),
+        ("agent_install", {"agent_install_ocm_mode": "Hosted"},
+         "agent_install_ocm_mode Hosted runs the klusterlet on another cluster: set agent_install_ocm_hosting"),
+        ("agent_install", {"agent_install_ocm_hosting": {"context": "hub"}},
+         "agent_install_ocm_hosting is only used with agent_install_ocm_mode Hosted or SingletonHosted"),
+        ("agent_install", {"agent_install_ocm_registration_driver": "grpc"},
+         "the grpc registration driver needs agent_install_ocm_grpc_server and agent_install_ocm_grpc_ca_pem"),
     ]
     tasks = []
     for index, (name, variables, _message) in enumerate(cases):
@@ -88,7 +93,9 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
 
 class TestOcmHubAndSingletonKlusterlet:
     def test_hub_init_configures_the_cluster_manager(self, lab, clusters):
-        done = run_playbook([hub_play(role("hub_init"))], inventory=lab.inventory)
+        show_grpc = {"ansible.builtin.debug": {"msg": "JOIN GRPC: {{ hub_init_join.grpc_server }} "
+                                                      "{{ hub_init_join.grpc_ca_pem | b64encode }}"}}
+        done = run_playbook([hub_play(role("hub_init"), show_grpc)], inventory=lab.inventory)
         assert done.returncode == 0, done.stdout[-3000:]
         hub, _member = clusters
         spec = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")["spec"]
@@ -111,6 +118,11 @@ class TestOcmHubAndSingletonKlusterlet:
         assert grpc["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "1Gi"
         manager = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")
         assert resources.condition_is(manager, "Applied") and resources.condition_is(manager, "HubRegistrationDegraded", "False")
+        # The join data members read carries the gRPC endpoint and the CA the operator published for it.
+        ca_bundle = resources.get(hub, resources.CONFIG_MAP, "ca-bundle-configmap", "open-cluster-management-hub")
+        ca_pem = ca_bundle["data"]["ca-bundle.crt"]
+        assert "BEGIN CERTIFICATE" in ca_pem
+        assert "JOIN GRPC: grpc.hub.example %s" % base64.b64encode(ca_pem.encode()).decode() in done.stdout
 
     def test_second_run_changes_nothing_and_agent_install_deploys_a_singleton_klusterlet(self, lab, clusters):
         member_play = {"name": "member", "hosts": "member1", "gather_facts": False,
@@ -129,6 +141,36 @@ class TestOcmHubAndSingletonKlusterlet:
         assert agent["spec"]["template"]["spec"]["containers"][0]["resources"] == {
             "requests": {"cpu": "50m"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
         assert resources.get(member, resources.DEPLOYMENT, "klusterlet-registration-agent", "open-cluster-management-agent") is None
+
+    def test_agent_install_hosts_member2s_klusterlet_on_member1(self, lab, clusters):
+        """Hosted mode: the klusterlet of member2 runs on member1 (which already runs the operator) and joins."""
+        hosting = {"kubeconfig": lab.clusters["member1"]["kubeconfig"], "context": "member1"}
+        hub_auth = {"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}
+        options = dict(fleet_engine="ocm", agent_install_ocm_mode="Hosted", agent_install_ocm_hosting=hosting)
+        member_play = {"name": "member", "hosts": "member2", "gather_facts": False, "vars": dict(options, **JOIN),
+                       "roles": ["multicluster.fleet.agent_install"]}
+        accept = {"name": "accept member2", "multicluster.fleet.csr_accept": {
+            "engine": "ocm", "kubeconfig": "{{ kubeconfig }}", "clusters": ["member2"], "wait": True, "timeout": 60}}
+        done = run_playbook([hub_play(role("hub_init")), member_play, hub_play(accept)], inventory=lab.inventory)
+        assert done.returncode == 0, done.stdout[-3000:]
+        hub, member1 = clusters
+        member2 = client.get_cluster({"kubeconfig": lab.clusters["member2"]["kubeconfig"], "context": "member2"}, "member2")
+        klusterlet = resources.get(member1, KLUSTERLET, "klusterlet-member2")
+        assert klusterlet["spec"]["deployOption"] == {"mode": "Hosted"}
+        assert resources.condition_is(klusterlet, "ReadyToApply") and resources.condition_is(klusterlet, "Available")
+        assert resources.get(member1, resources.DEPLOYMENT, "klusterlet-member2-registration-agent", "klusterlet-member2")
+        assert resources.get(member2, resources.NAMESPACE, "open-cluster-management-agent") is None  # nothing on member2
+        resources.wait_until(lambda: (resources.condition_is(
+            resources.get(hub, MANAGED_CLUSTER, "member2") or {}, "ManagedClusterJoined"), None), 30, "member2 to join")
+        again = run_playbook([hub_play(role("hub_init")), member_play], inventory=lab.inventory)
+        assert again.returncode == 0 and changes(again)["member2"] == (0, 0), again.stdout[-3000:]
+        remove = dict(member_play, vars=dict(options, agent_install_state="absent", agent_install_hub=hub_auth))
+        gone = run_playbook([remove], inventory=lab.inventory)
+        assert gone.returncode == 0, gone.stdout[-3000:]
+        assert resources.get(member1, KLUSTERLET, "klusterlet-member2") is None
+        assert resources.get(member1, resources.NAMESPACE, "klusterlet-member2") is None
+        assert resources.get(hub, MANAGED_CLUSTER, "member2") is None
+        assert resources.get(member1, resources.DEPLOYMENT, "klusterlet", "open-cluster-management")  # the operator stays
 
     def test_uninstall_refuses_while_a_cluster_is_accepted(self, lab, clusters):
         tasks = [

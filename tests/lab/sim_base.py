@@ -200,23 +200,37 @@ def run_cli(description, add_arguments, build, argv=None):
     except lab.LabError as e:
         print(f"{parser.prog}: {e}", file=sys.stderr)
         return 1
-    # SIGTERM stops like Ctrl-C does (setting an Event from a signal handler can deadlock).
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-    for simulation in simulations:
-        simulation.start()
     shown = {}
+
+    def print_changes():
+        for simulation in simulations:
+            line = f"{simulation.name}: {simulation.status}" + (f" (error: {simulation.error})" if simulation.error else "")
+            if shown.get(simulation.name) != line:
+                print(line, flush=True)
+                shown[simulation.name] = line
+    run_until_signalled(simulations, every_half_second=print_changes)
+    return 0
+
+
+def run_until_signalled(simulations, started=None, every_half_second=None):
+    """Start ``simulations``, call ``started()``, then ``every_half_second()`` until SIGINT or SIGTERM; stop them.
+
+    SIGTERM stops like Ctrl-C does (setting an Event from a signal handler can deadlock), and a second
+    signal does not cut the clean-up short.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
+        for simulation in simulations:
+            simulation.start()
+        if started:
+            started()
         while True:
             time.sleep(0.5)
-            for simulation in simulations:
-                line = f"{simulation.name}: {simulation.status}" + (f" (error: {simulation.error})" if simulation.error else "")
-                if shown.get(simulation.name) != line:
-                    print(line, flush=True)
-                    shown[simulation.name] = line
+            if every_half_second:
+                every_half_second()
     except KeyboardInterrupt:
         pass
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the clean-up short
+    for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     for simulation in simulations:
         simulation.stop()
-    return 0

@@ -46,14 +46,12 @@ import base64
 import binascii
 import http.client
 import json
-import signal
 import ssl
 import sys
-import threading
 from urllib.parse import urlsplit
 
 from lab import ApiClient, ApiError, Lab, LabError
-from sim_base import Simulation, get_or_none, set_condition
+from sim_base import Simulation, get_or_none, run_until_signalled, set_condition
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 READY = "Ready"
@@ -201,13 +199,9 @@ def main(argv=None):
     except LabError as e:
         print(f"sim_karmada.py: {e}", file=sys.stderr)
         return 1
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_args: stopped.set())
-    simulation = ClusterStatusSimulation(ApiClient.for_cluster(lab.clusters[lab.hub]), interval=args.interval).start()
-    _log(f"simulating Karmada's cluster-status controller on {lab.hub} ({lab.clusters[lab.hub]['server']}); Ctrl-C stops")
-    stopped.wait()
-    simulation.stop()
+    simulation = ClusterStatusSimulation(ApiClient.for_cluster(lab.clusters[lab.hub]), interval=args.interval)
+    run_until_signalled([simulation], started=lambda: _log(
+        f"simulating Karmada's cluster-status controller on {lab.hub} ({lab.clusters[lab.hub]['server']}); Ctrl-C stops"))
     return 0
 
 

@@ -20,7 +20,8 @@ reconciliation: a ClusterManager created before the operator just waits). For ea
 - creates namespace ``open-cluster-management-hub`` and the hub Deployments
   ``<name>-registration-controller``, ``-registration-webhook``, ``-work-webhook``,
   ``-placement-controller``, ``-addon-manager-controller`` and, with a grpc registration driver,
-  ``-grpc-server``, with the images of the spec and its resource requirements;
+  ``-grpc-server``, with the images of the spec and its resource requirements; with the gRPC server
+  also ConfigMap ``ca-bundle-configmap`` holding the CA of its certificate (``ca-bundle.crt``);
 - writes ``Applied=True`` (``ClusterManagerApplied``), ``HubRegistrationDegraded`` and
   ``HubPlacementDegraded`` (``False``/``RegistrationFunctional``, ``PlacementFunctional`` once those
   Deployments are available, else ``True``/``UnavailableRegistrationPod``, ``UnavailablePlacementPod``),
@@ -38,7 +39,9 @@ runs it (the managed cluster, or the hosting cluster in Hosted mode). Acts only 
   and nothing more until it is prepared;
 - creates the agent namespace (``spec.namespace`` or ``open-cluster-management-agent``; Hosted: the
   Klusterlet's name) and Deployments ``<name>-registration-agent`` and ``<name>-work-agent``
-  (Singleton: ``<name>-agent``);
+  (Singleton: ``<name>-agent``), with the grpc driver's arguments (``--registration-auth=grpc``,
+  ``--grpc-bootstrap-config``, ``--grpc-config``, ``--workload-source-driver=grpc``) when the
+  Klusterlet's ``registrationConfiguration.registrationDriver.authType`` is ``grpc``;
 - writes ``Applied`` (``KlusterletApplied``), ``Available`` (``KlusterletAvailable`` or
   ``NoAvailablePods``), ``RegistrationDesiredDegraded`` and ``WorkDesiredDegraded``
   (``DeploymentsFunctional`` or ``UnavailablePods``) and ``HubConnectionDegraded``: ``True`` with
@@ -74,17 +77,19 @@ Python::
 
 import argparse
 import base64
+import datetime
 import hashlib
-import signal
+import time
 import sys
-import threading
 
 import yaml
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from lab import ApiClient, ApiError, Lab, LabError
-from sim_base import Simulation, get_or_none, now, set_condition
+from sim_base import Simulation, get_or_none, now, run_until_signalled, set_condition
 
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 CLUSTER_MANAGERS = "/apis/operator.open-cluster-management.io/v1/clustermanagers"
@@ -350,6 +355,8 @@ class ClusterManagerOperatorSimulation(OperatorSimulation):
         for deployment, (image, args) in self.components(cm).items():
             deployments[deployment] = self.ensure_deployment(HUB_NAMESPACE, deployment, image, args, resources)
         name = cm["metadata"]["name"]
+        if f"{name}-grpc-server" in deployments:
+            self.publish_signer_ca()
         registration = deployments[f"{name}-registration-controller"]
         placement = deployments[f"{name}-placement-controller"]
         registration_condition = (
@@ -373,6 +380,22 @@ class ClusterManagerOperatorSimulation(OperatorSimulation):
         status["conditions"] = self.conditions(cm, applied, registration_condition, placement_condition, progressing)
         status["observedGeneration"] = cm["metadata"].get("generation", 1)
         return status
+
+    def publish_signer_ca(self):
+        """The CA the operator signs its servers' certificates with (the gRPC server's among them), as
+        ConfigMap ``open-cluster-management-hub/ca-bundle-configmap`` key ``ca-bundle.crt``."""
+        if get_or_none(self.api, ns_path(HUB_NAMESPACE, "configmaps", "ca-bundle-configmap")) is not None:
+            return
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"cluster-manager-signer@{int(time.time())}")])
+        start = datetime.datetime.now(datetime.timezone.utc)
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                .serial_number(x509.random_serial_number()).not_valid_before(start)
+                .not_valid_after(start + datetime.timedelta(days=365))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(key, hashes.SHA256()))
+        create_if_missing(self.api, ns_path(HUB_NAMESPACE, "configmaps"), {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ca-bundle-configmap", "namespace": HUB_NAMESPACE},
+            "data": {"ca-bundle.crt": cert.public_bytes(serialization.Encoding.PEM).decode()}})
 
     def clean_up(self, cm):
         for deployment in self.components(cm):
@@ -409,10 +432,16 @@ class KlusterletOperatorSimulation(OperatorSimulation):
         registration = spec.get("registrationImagePullSpec", "quay.io/open-cluster-management/registration")
         work = spec.get("workImagePullSpec", "quay.io/open-cluster-management/work")
         cluster = f"--cluster-name={spec.get('clusterName', '')}"
+        driver = ((spec.get("registrationConfiguration") or {}).get("registrationDriver") or {}).get("authType")
+        # With the grpc driver the agents read the grpc configs of the bootstrap and hub kubeconfig Secrets.
+        grpc = (["--registration-auth=grpc", "--grpc-bootstrap-config=/spoke/bootstrap/config.yaml",
+                 "--grpc-config=/spoke/hub-kubeconfig/config.yaml"] if driver == "grpc" else [])
+        work_grpc = ["--workload-source-driver=grpc", "--workload-source-config=/spoke/hub-kubeconfig/config.yaml"] if grpc else []
         if self.mode(klusterlet) in SINGLETON_MODES:
-            return {f"{name}-agent": (spec.get("imagePullSpec", registration), ["/registration-operator", "agent", cluster])}
-        return {f"{name}-registration-agent": (registration, ["/registration", "agent", cluster]),
-                f"{name}-work-agent": (work, ["/work", "agent", cluster])}
+            return {f"{name}-agent": (spec.get("imagePullSpec", registration),
+                                      ["/registration-operator", "agent", cluster] + grpc + work_grpc)}
+        return {f"{name}-registration-agent": (registration, ["/registration", "agent", cluster] + grpc),
+                f"{name}-work-agent": (work, ["/work", "agent", cluster] + work_grpc)}
 
     def secret(self, namespace, name):
         return get_or_none(self.api, ns_path(namespace, "secrets", name))
@@ -562,14 +591,8 @@ def main(argv=None):
     except LabError as e:
         print(f"sim_operators.py: {e}", file=sys.stderr)
         return 1
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_args: stopped.set())
-    sims = [s.start() for s in simulations_for(lab, args.interval)]
-    _log("operators", f"simulating deployments and OCM operators on {', '.join(lab.clusters)}; Ctrl-C stops")
-    stopped.wait()
-    for sim in sims:
-        sim.stop()
+    run_until_signalled(simulations_for(lab, args.interval), started=lambda: _log(
+        "operators", f"simulating deployments and OCM operators on {', '.join(lab.clusters)}; Ctrl-C stops"))
     return 0
 
 

@@ -11,8 +11,9 @@ them for a lab directory - what a main-job run (site.sh), molecule and the playb
 - sim_karmada_agent: a karmada-agent on every member (it acts once the member holds
   ``karmada-system/karmada-kubeconfig``, i.e. after pull registration);
 - sim_klusterlet: the klusterlet registration agent on every member (it acts once the member holds
-  ``open-cluster-management-agent/bootstrap-hub-kubeconfig``) and the hub's registration controller
-  for the members;
+  ``open-cluster-management-agent/bootstrap-hub-kubeconfig``), the Hosted one of every member on
+  every other cluster (it acts once that cluster holds Klusterlet ``klusterlet-<member>`` and its
+  Secrets), and the hub's registration controller for the members;
 - sim_work_agent: OCM's work agent and Karmada's execution controllers for the members.
 
 Every member cluster registers under its lab name, as in the lab's inventory.
@@ -38,7 +39,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import sim_karmada
@@ -47,6 +47,7 @@ import sim_klusterlet
 import sim_operators
 import sim_work_agent
 from lab import ApiClient, Lab, LabError
+from sim_base import run_until_signalled
 
 HERE = os.path.abspath(__file__)
 
@@ -58,6 +59,7 @@ def simulations(lab, interval=0.5):
     agents = []
     for member in members:
         agents += [sim_karmada_agent.SimulatedKarmadaAgent(lab, member), sim_klusterlet.SimulatedKlusterlet(lab, member)]
+        agents += [sim_klusterlet.SimulatedKlusterlet(lab, member, hosting=hosting) for hosting in lab.clusters if hosting != member]
     served = dict((member, lab.clusters[member]) for member in members)
     return sim_operators.simulations_for(lab, interval) + agents + [
         sim_karmada.ClusterStatusSimulation(hub),
@@ -131,16 +133,14 @@ def stop_background(lab_dir, grace=10):
 
 def run_foreground(lab_dir, interval):
     lab = Lab.load(lab_dir)
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_args: stopped.set())
-    sims = start_all(lab, interval)
-    with open(_pid_file(lab.dir), "w") as f:
-        f.write(f"{os.getpid()}\n")
-    print(f"[simulate] {len(sims)} simulations running for {lab.dir}: "
-          f"{', '.join(sorted({type(s).__name__ for s in sims}))}", file=sys.stderr, flush=True)
-    stopped.wait()
-    stop_all(sims)
+    sims = simulations(lab, interval)
+
+    def started():
+        with open(_pid_file(lab.dir), "w") as f:
+            f.write(f"{os.getpid()}\n")
+        print(f"[simulate] {len(sims)} simulations running for {lab.dir}: "
+              f"{', '.join(sorted({type(s).__name__ for s in sims}))}", file=sys.stderr, flush=True)
+    run_until_signalled(sims, started=started)
     os.unlink(_pid_file(lab.dir))
     return 0
 
