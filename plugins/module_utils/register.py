@@ -360,8 +360,8 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
                                              "updated" if stored else "created", stored, planned))
         expiration = None
     else:
-        kubeconfig = karmada.agent_kubeconfig(server, discovered["ca_pem"], reg.cluster_name, cert_pem, key_pem)
-        report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(kubeconfig), check_mode)
+        agent_kubeconfig = karmada.agent_kubeconfig(server, discovered["ca_pem"], reg.cluster_name, cert_pem, key_pem)
+        report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
         expiration = _certificate_expiration(cert_pem)
     result.update(csr_name=name, hub_server=server, ca_pins=discovered["ca_pins"], certificate_expiration=expiration)
     return report.result(**result)
@@ -456,13 +456,13 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     if problem:
         discovered = discover(reg, discover_hub)
         result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
-        kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], discovered["ca_pem"], reg.token)
+        bootstrap_kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], discovered["ca_pem"], reg.token)
         grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, reg.token)
     namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
     for namespace in namespaces:
         report.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
     if problem:
-        report.ensure(runtime, SECRET, ocm.bootstrap_secret(kubeconfig, placement.agent_namespace, grpc_config), check_mode)
+        report.ensure(runtime, SECRET, ocm.bootstrap_secret(bootstrap_kubeconfig, placement.agent_namespace, grpc_config), check_mode)
     if placement.hosted:
         report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
                       check_mode)
