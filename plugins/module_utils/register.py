@@ -494,18 +494,19 @@ def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     return report.result(engine="ocm", cluster_name=name, klusterlet=placement.klusterlet)
 
 
-def hosted_agents_kubeconfig(path, member_kubeconfig, member_context):
+def hosted_agents_kubeconfig(path, member_kubeconfig, member_context, member_host=None):
     """The YAML text of the kubeconfig Hosted agents use to reach the member, every credential embedded.
 
-    ``path`` (its current context) when given, else the member connection's kubeconfig and context.
+    ``path`` (its current context) when given, else the member connection's kubeconfig (the default
+    one when the connection names neither a kubeconfig nor a host) and context.
     """
     if path:
         source, context = path, None
-    elif member_kubeconfig:
-        source, context = member_kubeconfig, member_context
+    elif member_kubeconfig or not member_host:
+        source, context = member_kubeconfig or kubeconfig.default_path(), member_context
     else:
         raise FleetError("a Hosted klusterlet needs a kubeconfig of the managed cluster for its agents: set "
-                         "managed_kubeconfig (the member connection is given without a kubeconfig)")
+                         "managed_kubeconfig (the member connection is given by host, without a kubeconfig)")
     return pki.yaml_text(kubeconfig.flatten(source, context, "member"))
 
 

@@ -143,8 +143,9 @@ options:
       - OCM Hosted mode only. Path to the kubeconfig the hosted agents use to reach the member (the managed cluster),
         stored in Secret C(external-managed-kubeconfig) on the hosting cluster. Its current context is used, and files it
         refers to are embedded. It must work from the hosting cluster's network.
-      - Defaults to the member connection's O(kubeconfig) and O(context). Users that authenticate with C(exec) or
-        C(auth-provider) cannot be copied and are refused.
+      - Defaults to the member connection's O(kubeconfig) (the default kubeconfig when neither O(kubeconfig) nor
+        O(host) is given) and O(context). Users that authenticate with C(exec) or C(auth-provider) cannot be copied
+        and are refused.
     type: path
   registration_driver:
     description:
@@ -355,7 +356,8 @@ def run(module):
     hosting = module.cluster(params["hosting"], "hosting") if params["hosting"] else None
     managed = None
     if hosting and reg.state == "present":
-        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"])
+        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
+                                                   params["host"])
     result = register.run(module.cluster(), hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
     for warning in result.pop("warnings"):
         module.warn(warning)

@@ -619,3 +619,19 @@ def test_ocm_grpc_driver_writes_the_grpc_bootstrap_config(ca, pin):
     assert "deployOption" not in klusterlet["spec"]  # no klusterlet_mode given: the installer's choice is kept
     assert_no_secrets(result, SA_TOKEN)
     assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
+
+
+def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "m",
+              "clusters": [{"name": "c", "cluster": {"server": "https://member:6443", "certificate-authority-data": pki.b64(ca.pem)}}],
+              "users": [{"name": "u", "user": {"token": "member-token"}}],
+              "contexts": [{"name": "m", "context": {"cluster": "c", "user": "u"}}]}
+    path = tmp_path / "member.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    for text in (register.hosted_agents_kubeconfig(str(path), None, None),
+                 register.hosted_agents_kubeconfig(None, str(path), "m")):
+        assert pki.read_kubeconfig(text)["server"] == "https://member:6443"
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    assert pki.read_kubeconfig(register.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
+    with pytest.raises(FleetError, match="set managed_kubeconfig"):
+        register.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
