@@ -4,32 +4,34 @@
 """Connections to Kubernetes API servers.
 
 One :class:`Cluster` per set of credentials per process. Credentials are resolved the way
-kubernetes.core resolves them (same option names, kubeconfig semantics from the official client's
-loader, including exec plugins); requests go to known REST paths over one urllib3 pool, with no API
-discovery, and return plain dicts.
+kubernetes.core resolves them (same option names, kubeconfig semantics of kubectl); requests go to
+known REST paths over one urllib3 pool, with no API discovery, and return plain dicts.
+
+Kubeconfigs are read by :mod:`kubeconfig`; only users that authenticate with an ``exec`` or
+``auth-provider`` plugin need the kubernetes library, whose loader runs those plugins, and only
+then is it imported.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import atexit
 import json
 import os
+import tempfile
 from urllib.parse import urlencode
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import kubeconfig as kubeconfigs
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
     import urllib3
-    import yaml
     from urllib3._collections import HTTPHeaderDict
-    from kubernetes.client import Configuration
-    from kubernetes.config.kube_config import load_kube_config_from_dict
-    from kubernetes.config.config_exception import ConfigException
 except ImportError as exc:  # pragma: no cover - reported by the module wrapper
-    KUBERNETES_IMPORT_ERROR = exc
+    IMPORT_ERROR = exc
 else:
-    KUBERNETES_IMPORT_ERROR = None
+    IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
 
 # The authentication options, as kubernetes.core names them.
 AUTH_OPTIONS = (
@@ -37,7 +39,9 @@ AUTH_OPTIONS = (
     "client_key", "proxy", "impersonate_user", "impersonate_groups",
 )
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+DEFAULT_HOST = "http://localhost"  # what the kubernetes library's Configuration starts with: no server given
 _CLUSTERS = {}
+_DATA_FILES = {}
 
 
 class ClusterError(FleetError):
@@ -71,21 +75,55 @@ def get_cluster(auth, name="cluster"):
     return cluster
 
 
+class Configuration:
+    """Where and how to reach one API server.
+
+    The attributes :class:`Cluster` reads, named as in the kubernetes library's ``Configuration``
+    (which :func:`build_configuration` returns instead for users whose credentials come from a plugin).
+    """
+
+    def __init__(self):
+        self.host = None
+        self.api_key = {}
+        self.api_key_prefix = {}
+        self.refresh_api_key_hook = None
+        self.verify_ssl = True
+        self.ssl_ca_cert = None
+        self.cert_file = None
+        self.key_file = None
+        self.tls_server_name = None
+        self.proxy = None
+        self.proxy_headers = None
+        self.impersonate_user = None
+        self.impersonate_groups = []
+
+    def get_api_key_with_prefix(self, identifier, alias=None):
+        """The ``Authorization`` header value kept under ``identifier`` (or ``alias``), with its prefix."""
+        if self.refresh_api_key_hook is not None:
+            self.refresh_api_key_hook(self)
+        key = self.api_key.get(identifier, self.api_key.get(alias) if alias is not None else None)
+        if not key:
+            return None
+        prefix = self.api_key_prefix.get(identifier, self.api_key_prefix.get(alias) if alias is not None else None)
+        return "%s %s" % (prefix, key) if prefix else key
+
+
 def build_configuration(auth, name="cluster"):
-    """Resolve credentials to a kubernetes ``Configuration``, failing with a message that names ``name``.
+    """Resolve credentials to a :class:`Configuration`, failing with a message that names ``name``.
 
     Explicit options override what the kubeconfig says; with neither ``kubeconfig`` nor ``host`` the
     default kubeconfig (``KUBECONFIG`` or ``~/.kube/config``) is used, as kubectl does.
     """
-    if KUBERNETES_IMPORT_ERROR is not None:
-        raise FleetError("the kubernetes Python library is required: %s" % KUBERNETES_IMPORT_ERROR)
-    config = Configuration()
+    if IMPORT_ERROR is not None:
+        raise FleetError("the urllib3 and PyYAML Python libraries are required: %s" % IMPORT_ERROR)
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
     if kubeconfig or not auth.get("host"):
-        _load_kubeconfig(config, kubeconfig, context, name)
+        config = _from_kubeconfig(kubeconfig, context, name)
     elif context:
         raise FleetError("cluster '%s': context '%s' given without a kubeconfig" % (name, context))
+    else:
+        config = Configuration()
     if auth.get("host"):
         config.host = auth["host"]
     if auth.get("api_key"):
@@ -104,41 +142,88 @@ def build_configuration(auth, name="cluster"):
         config.proxy = auth["proxy"]
     config.impersonate_user = auth.get("impersonate_user")
     config.impersonate_groups = list(auth.get("impersonate_groups") or [])
-    if not config.host or config.host == Configuration().host:
+    if not config.host or config.host == DEFAULT_HOST:
         raise FleetError("cluster '%s': no API server given; set kubeconfig (and context) or host" % name)
     return config
 
 
-def _load_kubeconfig(config, kubeconfig, context, name):
-    """Fill ``config`` from a kubeconfig path, a kubeconfig dict, or the default kubeconfig."""
-    if isinstance(kubeconfig, dict):
-        data, source = kubeconfig, "the kubeconfig given as a dict"
-    else:
-        path = os.path.expanduser(kubeconfig or os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-        source = "kubeconfig %s" % path
-        if not os.path.isfile(path):
-            if kubeconfig:
-                raise FleetError("cluster '%s': kubeconfig file %s does not exist" % (name, path))
-            raise FleetError("cluster '%s': no kubeconfig or host given, and no default kubeconfig at %s" % (name, path))
-        try:
-            with open(path) as handle:
-                data = yaml.safe_load(handle)
-        except (OSError, yaml.YAMLError) as exc:
-            raise FleetError("cluster '%s': cannot read %s: %s" % (name, source, exc))
-    if not isinstance(data, dict):
-        raise FleetError("cluster '%s': %s is not a kubeconfig (expected a mapping)" % (name, source))
-    contexts = [c.get("name") for c in data.get("contexts") or [] if isinstance(c, dict)]
-    wanted = context or data.get("current-context")
-    if not wanted:
-        raise FleetError("cluster '%s': %s has no current-context; set context (one of: %s)"
-                         % (name, source, ", ".join(contexts) or "none"))
-    if wanted not in contexts:
-        raise FleetError("cluster '%s': context '%s' not found in %s (available: %s)"
-                         % (name, wanted, source, ", ".join(contexts) or "none"))
+def _from_kubeconfig(kubeconfig, context, name):
+    """The configuration a kubeconfig path, a kubeconfig dict, or the default kubeconfig gives."""
+    if not kubeconfig:
+        kubeconfig = kubeconfigs.default_path()
+        if not os.path.isfile(kubeconfig):
+            raise FleetError("cluster '%s': no kubeconfig or host given, and no default kubeconfig at %s"
+                             % (name, kubeconfig))
+    selection = kubeconfigs.select(kubeconfig, context, name)
+    if selection.plugin:
+        return _from_plugin_user(selection)
+    credentials = kubeconfigs.Credentials(selection)
+    config = Configuration()
+    if credentials.server:
+        config.host = credentials.server
+        if config.host.startswith("https"):
+            config.ssl_ca_cert = credentials.ca_file or _data_file(credentials.ca_data)
+            config.cert_file = credentials.client_cert_file or _data_file(credentials.client_cert_data)
+            config.key_file = credentials.client_key_file or _data_file(credentials.client_key_data)
+    config.verify_ssl = not credentials.insecure
+    config.tls_server_name = credentials.tls_server_name
+    config.proxy = credentials.proxy_url
+    if credentials.token:
+        config.api_key["BearerToken"] = "Bearer %s" % credentials.token
+    elif credentials.username is not None and credentials.password is not None:
+        basic = urllib3.util.make_headers(basic_auth="%s:%s" % (credentials.username, credentials.password))
+        config.api_key["BearerToken"] = basic["authorization"]
+    return config
+
+
+def _from_plugin_user(selection):
+    """The configuration of a user whose credentials an ``exec`` or ``auth-provider`` plugin produces.
+
+    The kubernetes library's loader runs the plugin (and refreshes expiring tokens); it is imported
+    only here.
+    """
     try:
-        load_kube_config_from_dict(data, context=wanted, client_configuration=config, persist_config=False)
+        from kubernetes.client import Configuration as KubernetesConfiguration
+        from kubernetes.config.kube_config import KubeConfigLoader
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as exc:
+        raise selection.fail("user '%s' authenticates with %s, which needs the kubernetes Python library: %s"
+                             % (selection.context.get("user"), selection.plugin, exc))
+    data = {"clusters": [{"name": "cluster", "cluster": selection.cluster}],
+            "users": [{"name": "user", "user": selection.user}],
+            "contexts": [{"name": "context", "context": dict(selection.context, cluster="cluster", user="user")}],
+            "current-context": "context"}
+    config = KubernetesConfiguration()
+    try:
+        KubeConfigLoader(config_dict=data, active_context="context",
+                         config_base_path=selection.directory).load_and_set(config)
     except (ConfigException, ValueError, TypeError, KeyError) as exc:
-        raise FleetError("cluster '%s': %s, context '%s', is not usable: %s" % (name, source, wanted, exc))
+        raise selection.fail(exc)
+    return config
+
+
+def _data_file(content):
+    """The path of a private temporary file holding ``content`` (bytes), removed when the process ends."""
+    if content is None:
+        return None
+    path = _DATA_FILES.get(content)
+    if path is None:
+        if not _DATA_FILES:
+            atexit.register(_remove_data_files)
+        handle, path = tempfile.mkstemp(prefix="multicluster-fleet-", suffix=".pem")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(content)
+        _DATA_FILES[content] = path
+    return path
+
+
+def _remove_data_files():
+    for path in _DATA_FILES.values():
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    _DATA_FILES.clear()
 
 
 class Cluster:

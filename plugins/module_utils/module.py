@@ -79,8 +79,8 @@ class FleetModule(AnsibleModule):
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
         self.cluster_label = cluster_label
         self._hide_credentials(self.params)
-        if client.KUBERNETES_IMPORT_ERROR is not None:
-            self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(client.KUBERNETES_IMPORT_ERROR))
+        if client.IMPORT_ERROR is not None:  # urllib3 and PyYAML, which the kubernetes library brings
+            self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(client.IMPORT_ERROR))
 
     def _hide_credentials(self, params):
         """Mask the credentials of kubeconfigs given as dicts, here and in nested cluster options.

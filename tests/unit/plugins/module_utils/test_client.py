@@ -1,7 +1,12 @@
+import base64
 import json
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
+import urllib3
 import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client
@@ -147,3 +152,121 @@ class TestGetCluster:
         first = client.get_cluster({"host": "https://cache-test:1", "api_key": "a"}, "hub")
         assert client.get_cluster({"host": "https://cache-test:1", "api_key": "a"}, "hub") is first
         assert client.get_cluster({"host": "https://cache-test:1", "api_key": "b"}, "hub") is not first
+
+
+def b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.fixture
+def without_kubernetes(monkeypatch):
+    """Make any import of the kubernetes library fail."""
+    for module in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")] + ["kubernetes"]:
+        monkeypatch.setitem(sys.modules, module, None)
+
+
+class TestKubeconfigCredentials:
+    """Common credentials are read without the kubernetes library, as its loader would read them."""
+
+    def test_files_are_relative_to_the_kubeconfig(self, tmp_path, without_kubernetes):
+        (tmp_path / "pki").mkdir()
+        for name in ("ca.crt", "client.crt", "client.key"):
+            (tmp_path / "pki" / name).write_text(name.upper())
+        (tmp_path / "token").write_text("file-token\n")
+        data = kubeconfig()
+        data["clusters"][0]["cluster"] = {"server": "https://h:6443/", "certificate-authority": "pki/ca.crt"}
+        data["users"][0]["user"] = {"client-certificate": "pki/client.crt", "client-key": "pki/client.key",
+                                    "tokenFile": "token"}
+        path = tmp_path / "config"
+        path.write_text(yaml.safe_dump(data))
+        config = client.build_configuration({"kubeconfig": str(path)}, "hub")
+        assert (config.host, config.verify_ssl, config.proxy) == ("https://h:6443", True, None)
+        assert (config.ssl_ca_cert, config.cert_file, config.key_file) == tuple(
+            str(tmp_path / "pki" / name) for name in ("ca.crt", "client.crt", "client.key"))
+        assert config.get_api_key_with_prefix("BearerToken", alias="authorization") == "Bearer file-token"
+        cluster = client.Cluster("hub", config)
+        assert (cluster.server, cluster.ca_pem, cluster.verifies_tls, cluster.proxy) == ("https://h:6443", "CA.CRT", True, None)
+
+    def test_inline_data_goes_to_private_files(self, without_kubernetes):
+        data = kubeconfig()
+        data["clusters"][0]["cluster"] = {"server": "https://h:6443", "certificate-authority-data": b64("CA PEM"),
+                                          "proxy-url": "http://proxy:3128", "tls-server-name": "api.internal"}
+        data["users"][0]["user"] = {"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")}
+        config = client.build_configuration({"kubeconfig": data}, "hub")
+        for attribute, content in (("ssl_ca_cert", "CA PEM"), ("cert_file", "CERT"), ("key_file", "KEY")):
+            path = getattr(config, attribute)
+            assert open(path).read() == content and os.stat(path).st_mode & 0o077 == 0
+        assert (config.proxy, config.tls_server_name) == ("http://proxy:3128", "api.internal")
+        assert config.get_api_key_with_prefix("BearerToken", alias="authorization") is None
+        cluster = client.Cluster("hub", config)
+        assert (cluster.ca_pem, cluster.proxy) == ("CA PEM", "http://proxy:3128")
+        assert isinstance(cluster._pool, urllib3.ProxyManager)
+
+    def test_insecure_and_basic_auth(self, without_kubernetes):
+        data = kubeconfig()
+        data["users"][0]["user"] = {"username": "admin", "password": "secret"}
+        config = client.build_configuration({"kubeconfig": data}, "hub")
+        assert config.verify_ssl is False and client.Cluster("hub", config).verifies_tls is False
+        assert config.get_api_key_with_prefix("BearerToken", alias="authorization") == "Basic " + b64("admin:secret")
+
+    def test_validate_certs_overrides_insecure(self):
+        config = client.build_configuration({"kubeconfig": kubeconfig(), "validate_certs": True}, "hub")
+        assert config.verify_ssl is True
+
+    @pytest.mark.parametrize("change, message", [
+        (lambda d: d["contexts"][0]["context"].update(cluster="gone"),
+         "cluster 'hub': the kubeconfig given as a dict, context 'admin', is not usable: cluster 'gone' is not defined"),
+        (lambda d: d["contexts"][0]["context"].update(user="gone"),
+         "cluster 'hub': the kubeconfig given as a dict, context 'admin', is not usable: user 'gone' is not defined"),
+        (lambda d: d["clusters"][0]["cluster"].pop("server"),
+         "cluster 'hub': no API server given; set kubeconfig (and context) or host"),
+    ])
+    def test_unusable_contexts(self, change, message):
+        data = kubeconfig()
+        change(data)
+        with pytest.raises(FleetError) as info:
+            client.build_configuration({"kubeconfig": data}, "hub")
+        assert info.value.msg == message
+
+    def test_host_overrides_a_kubeconfig_without_server(self):
+        data = kubeconfig()
+        data["clusters"][0]["cluster"].pop("server")
+        assert client.build_configuration({"kubeconfig": data, "host": "https://x:1"}, "hub").host == "https://x:1"
+
+
+class TestPluginUsers:
+    """exec and auth-provider users go through the kubernetes library's loader, imported only for them."""
+
+    @staticmethod
+    def exec_kubeconfig(tmp_path, token="exec-token"):
+        script = tmp_path / "get-token.py"
+        script.write_text("import json\nprint(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1', "
+                          "'kind': 'ExecCredential', 'status': {'token': %r}}))\n" % token)
+        data = kubeconfig()
+        data["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
+                                             "command": sys.executable, "args": [str(script)]}}
+        return data
+
+    def test_exec_plugin_token(self, tmp_path):
+        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "hub")
+        assert config.host == "https://127.0.0.1:6443" and config.verify_ssl is False
+        assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer exec-token"
+
+    def test_api_key_overrides_the_plugin(self, tmp_path):
+        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path), "api_key": "mine"}, "hub")
+        assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer mine"
+
+    def test_without_the_kubernetes_library(self, tmp_path, without_kubernetes):
+        with pytest.raises(FleetError) as info:
+            client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "hub")
+        assert info.value.msg.startswith("cluster 'hub': the kubeconfig given as a dict, context 'admin', is not usable: "
+                                         "user 'u' authenticates with exec, which needs the kubernetes Python library")
+
+    def test_common_path_does_not_import_kubernetes(self, tmp_path):
+        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils import client, module; "
+                "client.build_configuration({'host': 'https://h', 'api_key': 'x'}); "
+                "client.build_configuration({'kubeconfig': %r}); "
+                "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))" % kubeconfig())
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        output = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+        assert output.strip() == "[]"
