@@ -328,18 +328,22 @@ class Cluster:
 
     def _http_error(self, method, path, status, data):
         reason = None
+        causes = []
         message = data.decode("utf-8", "replace").strip()[:500] if data else ""
         try:
             status_obj = json.loads(data)
             reason = status_obj.get("reason")
             message = status_obj.get("message") or message
+            causes = [cause.get("reason") for cause in (status_obj.get("details") or {}).get("causes") or []]
         except (ValueError, AttributeError):
             pass
         if status == 401:
             return ClusterError("cluster '%s' (%s) refused the credentials (401 Unauthorized): check the token, "
                                 "client certificate or kubeconfig user" % (self.name, self.server), status, reason)
         text = "cluster '%s': %s %s failed: %s %s" % (self.name, method, path, status, message or reason or "")
-        if status == 403:
+        if status == 403 and "NamespaceTerminating" in causes:
+            text += " (the namespace is being deleted; run again once it is gone)"
+        elif status == 403:
             text += " (the credentials lack RBAC permission for this)"
         error = {404: NotFound, 409: Conflict}.get(status, ClusterError)
         return error(text.rstrip(), status, reason)

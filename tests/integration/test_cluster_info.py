@@ -156,6 +156,25 @@ class TestBadInput:
                    "cluster 'hub': GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 403",
                    'User "nobody" cannot list resource "clusters"', "RBAC")
 
+    def test_terminating_namespace_is_not_called_an_rbac_problem(self, hub):
+        """The API server's own 403 for writes into a namespace that is being deleted, read through client.py."""
+        admin = client.get_cluster(hub, "hub")
+        held = {"metadata": {"name": "held", "namespace": "info-terminating", "finalizers": ["example.com/hold"]}}
+        resources.ensure(admin, resources.NAMESPACE, {"metadata": {"name": "info-terminating"}})
+        resources.ensure(admin, resources.CONFIG_MAP, held)
+        admin.request("DELETE", resources.NAMESPACE.path(name="info-terminating"))
+        try:
+            with pytest.raises(client.ClusterError) as info:
+                admin.request("POST", resources.CONFIG_MAP.path("info-terminating"),
+                              body={"metadata": {"name": "late"}, "data": {}})
+            assert info.value.status == 403 and "being terminated" in info.value.msg
+            assert "the namespace is being deleted; run again once it is gone" in info.value.msg
+            assert "RBAC" not in info.value.msg
+        finally:
+            admin.request("PATCH", resources.CONFIG_MAP.path("info-terminating", "held"), body={"metadata": {"finalizers": None}},
+                          content_type="application/merge-patch+json")
+            resources.wait_until_gone(admin, resources.NAMESPACE, "info-terminating", timeout=60)
+
     def test_bad_engine(self, hub):
         result = run_module("cluster_info", dict(hub, engine="fleetd"))
         assert result["failed"] and "value of engine must be one of: karmada, ocm" in result["msg"]

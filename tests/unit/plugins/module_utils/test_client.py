@@ -129,6 +129,16 @@ class TestRequest:
         assert "GET /api/v1/secrets failed: 403 " + message in info.value.msg
         assert "RBAC" in info.value.msg
 
+    def test_403_in_a_terminating_namespace_says_so_not_rbac(self):
+        message = ('secrets "s" is forbidden: unable to create new content in namespace gone because it is being '
+                   'terminated')
+        cluster = cluster_answering(403, {"kind": "Status", "message": message, "reason": "Forbidden", "details": {
+            "causes": [{"reason": "NamespaceTerminating", "message": "namespace gone is being terminated"}]}})
+        with pytest.raises(client.ClusterError) as info:
+            cluster.request("POST", "/api/v1/namespaces/gone/secrets", body={})
+        assert "the namespace is being deleted; run again once it is gone" in info.value.msg
+        assert "RBAC" not in info.value.msg
+
     def test_404_and_409_have_their_own_types(self):
         with pytest.raises(client.NotFound):
             cluster_answering(404, {"reason": "NotFound"}).request("GET", "/api/v1/namespaces/x")
