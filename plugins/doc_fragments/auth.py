@@ -75,8 +75,9 @@ options:
 notes:
   - The API is addressed by known resource paths; no API discovery runs, so a task costs a few requests.
 requirements:
-  - kubernetes >= 24.2.0 (its kubeconfig loader)
+  - urllib3
   - PyYAML
+  - kubernetes >= 24.2.0, only for kubeconfig users that authenticate with C(exec) or C(auth-provider)
 """
 
     # A second cluster as one dictionary, the option named CLUSTER_OPTION: the text of MEMBER and HUB below.
