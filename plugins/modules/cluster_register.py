@@ -356,8 +356,8 @@ def run(module):
     hosting = module.cluster(params["hosting"], "hosting") if params["hosting"] else None
     managed = None
     if hosting and reg.state == "present":
-        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
-                                                   params["host"])
+        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"],
+                                                    params["context"], params["host"])
     result = register.run(module.cluster(), hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
     for warning in result.pop("warnings"):
         module.warn(warning)
