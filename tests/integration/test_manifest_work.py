@@ -299,7 +299,16 @@ def test_deployment_status_comes_back(fleet, cleanup):
         generation = api.get(path)["metadata"]["generation"]
         api.patch(path + "/status", {"status": {"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
                                                 "readyReplicas": 1, "availableReplicas": 1}})
-    available = ok(fleet.run("mw-web", wait=True, wait_timeout=30, wait_condition="Available", **args))
+    # Available may already hold from the first run; the agent reports the new status on its next sync.
+    runs = []
+
+    def status_reported():
+        runs.append(ok(fleet.run("mw-web", wait=True, wait_timeout=30, wait_condition="Available", **args)))
+        manifests = [summary["manifests"][0] for summary in runs[-1]["clusters"].values()]
+        reported = [m.get("feedback") if fleet.engine == "ocm" else (m.get("status") or {}).get("readyReplicas") for m in manifests]
+        return all(reported), reported
+    resources.wait_until(status_reported, 30, "the members' agents to report the Deployment status")
+    available = runs[-1]
     assert available["changed"] is False
     for summary in available["clusters"].values():
         assert summary["available"] is True
