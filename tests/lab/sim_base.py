@@ -212,6 +212,25 @@ def run_cli(description, add_arguments, build, argv=None):
     return 0
 
 
+def run_lab_cli(description, build, default_interval, argv=None):
+    """Command line ``--lab-dir DIR [--interval S]`` for simulations of a whole lab: run the simulations
+    ``build(lab, interval)`` returns, with a callable that announces them once they run, until
+    SIGINT/SIGTERM."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--lab-dir", required=True, help="directory of a running lab (lab.py up --dir)")
+    parser.add_argument("--interval", type=float, default=default_interval,
+                        help=f"seconds between rounds (default {default_interval:g})")
+    args = parser.parse_args(argv)
+    try:
+        fleet = lab.Lab.load(args.lab_dir)
+    except lab.LabError as e:
+        print(f"{parser.prog}: {e}", file=sys.stderr)
+        return 1
+    simulations, announce = build(fleet, args.interval)
+    run_until_signalled(simulations, started=announce)
+    return 0
+
+
 def run_until_signalled(simulations, started=None, every_half_second=None):
     """Start ``simulations``, call ``started()``, then ``every_half_second()`` until SIGINT or SIGTERM; stop them.
 

@@ -41,7 +41,6 @@ Python::
     sim.stop()
 """
 
-import argparse
 import base64
 import binascii
 import http.client
@@ -50,8 +49,8 @@ import ssl
 import sys
 from urllib.parse import urlsplit
 
-from lab import ApiClient, ApiError, Lab, LabError
-from sim_base import Simulation, get_or_none, run_until_signalled, set_condition
+from lab import ApiClient, ApiError
+from sim_base import Simulation, get_or_none, run_lab_cli, set_condition
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 READY = "Ready"
@@ -189,20 +188,14 @@ class ClusterStatusSimulation(Simulation):
             _log(f"Cluster {name}: Ready={status} ({reason}: {message})")
 
 
+def _build(lab, interval):
+    simulation = ClusterStatusSimulation(ApiClient.for_cluster(lab.clusters[lab.hub]), interval=interval)
+    return [simulation], lambda: _log(
+        f"simulating Karmada's cluster-status controller on {lab.hub} ({lab.clusters[lab.hub]['server']}); Ctrl-C stops")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--lab-dir", required=True, help="directory of a running lab (lab.py up --dir)")
-    parser.add_argument("--interval", type=float, default=1.0, help="seconds between rounds (default 1)")
-    args = parser.parse_args(argv)
-    try:
-        lab = Lab.load(args.lab_dir)
-    except LabError as e:
-        print(f"sim_karmada.py: {e}", file=sys.stderr)
-        return 1
-    simulation = ClusterStatusSimulation(ApiClient.for_cluster(lab.clusters[lab.hub]), interval=args.interval)
-    run_until_signalled([simulation], started=lambda: _log(
-        f"simulating Karmada's cluster-status controller on {lab.hub} ({lab.clusters[lab.hub]['server']}); Ctrl-C stops"))
-    return 0
+    return run_lab_cli(__doc__.split("\n\n", 1)[0], _build, default_interval=1.0, argv=argv)
 
 
 if __name__ == "__main__":

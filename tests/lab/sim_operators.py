@@ -3,7 +3,7 @@
 OCM's cluster-manager operator and OCM's klusterlet operator.
 
 The lab has no kubelet and no deployment controller, and cannot run the operators' images. These
-simulations play their parts through the Kubernetes API, faithful to DESIGN.md section 4.5/4.6 and
+simulations play their parts through the Kubernetes API, faithful to docs/architecture.md 4.5 and 4.6, and
 to the real controllers (OCM ``pkg/operator/operators/clustermanager`` and ``.../klusterlet``):
 
 ``DeploymentSimulation`` - kube-controller-manager's deployment controller plus kubelets running the
@@ -51,7 +51,7 @@ runs it (the managed cluster, or the hosting cluster in Hosted mode). Acts only 
 - on deletion removes the Deployments and the agent namespace, then its finalizer.
 
 ``KarmadaAgentCsrApproverSimulation`` - karmada-controller-manager's agent CSR approver on the hub
-(DESIGN.md 4.4): a pending CSR for ``system:karmada:agent:<cluster>`` (O ``system:karmada:agents``,
+(docs/architecture.md 4.4): a pending CSR for ``system:karmada:agent:<cluster>`` (O ``system:karmada:agents``,
 signer ``kubernetes.io/kube-apiserver-client``, usages digital signature, key encipherment, client
 auth) is approved with reason ``AutoApproved`` only when a SubjectAccessReview lets its requester
 ``create`` ``certificatesigningrequests/clusteragent`` (``selfclusteragent`` for the agent's own
@@ -75,12 +75,11 @@ Python::
     for s in sims: s.stop()
 """
 
-import argparse
 import base64
 import datetime
 import hashlib
-import time
 import sys
+import time
 
 import yaml
 from cryptography import x509
@@ -88,8 +87,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from lab import ApiClient, ApiError, Lab, LabError
-from sim_base import Simulation, get_or_none, now, run_until_signalled, set_condition
+from lab import ApiClient, ApiError
+from sim_base import Simulation, get_or_none, now, run_lab_cli, set_condition
 
 DEPLOYMENTS = "/apis/apps/v1/deployments"
 CLUSTER_MANAGERS = "/apis/operator.open-cluster-management.io/v1/clustermanagers"
@@ -581,19 +580,13 @@ def simulations_for(lab, interval=0.5):
     return sims
 
 
+def _build(lab, interval):
+    return simulations_for(lab, interval), lambda: _log(
+        "operators", f"simulating deployments and OCM operators on {', '.join(lab.clusters)}; Ctrl-C stops")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("--lab-dir", required=True, help="directory of a running lab (lab.py up --dir)")
-    parser.add_argument("--interval", type=float, default=0.5, help="seconds between rounds (default 0.5)")
-    args = parser.parse_args(argv)
-    try:
-        lab = Lab.load(args.lab_dir)
-    except LabError as e:
-        print(f"sim_operators.py: {e}", file=sys.stderr)
-        return 1
-    run_until_signalled(simulations_for(lab, args.interval), started=lambda: _log(
-        "operators", f"simulating deployments and OCM operators on {', '.join(lab.clusters)}; Ctrl-C stops"))
-    return 0
+    return run_lab_cli(__doc__.split("\n\n", 1)[0], _build, default_interval=0.5, argv=argv)
 
 
 if __name__ == "__main__":
