@@ -5,7 +5,7 @@
 
 The behaviour follows Kubernetes' own code: ``k8s.io/cluster-bootstrap/token`` (token format, Secret
 layout, detached JWS of cluster-info) and kubeadm's ``discovery/token`` and ``util/pubkeypin`` (how a
-joining member learns and pins the hub CA). See DESIGN.md sections 4.1 and 4.2.
+joining member learns and pins the hub CA). See docs/architecture.md 4.1 and 4.2.
 
 Token secrets never appear in exception messages: a message may name the token id, never the secret.
 """

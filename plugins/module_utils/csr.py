@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The certificate signing requests of registering agents, and the rules one must meet to be approved.
 
-A member's agent asks the hub for a client certificate (DESIGN.md 4.4 and 4.6): Karmada's agent as
+A member's agent asks the hub for a client certificate (docs/architecture.md 4.4 and 4.6): Karmada's agent as
 ``CN=system:karmada:agent:<cluster>, O=system:karmada:agents``, OCM's klusterlet as
 ``CN=system:open-cluster-management:<cluster>:<agent>`` with the two OCM groups as O. Whatever the
 certificate says becomes the user and groups the hub's API server believes, so a CSR is approved only

@@ -19,7 +19,7 @@ CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
 
 
-# --- Pull registration (karmadactl register / unregister), DESIGN.md 4.4 ------------------------------
+# --- Pull registration (karmadactl register / unregister), docs/architecture.md 4.4 -------------------
 
 # The agent's identity on the hub: its client certificate's subject.
 AGENT_USER_PREFIX = "system:karmada:agent:"
@@ -149,7 +149,7 @@ def summarize_cluster(obj):
     }
 
 
-# --- Push registration (karmadactl join / unjoin), DESIGN.md 4.3 -------------------------------------
+# --- Push registration (karmadactl join / unjoin), docs/architecture.md 4.3 --------------------------
 
 DEFAULT_CLUSTER_NAMESPACE = "karmada-cluster"
 SYSTEM_LABEL = "karmada.io/system"

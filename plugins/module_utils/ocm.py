@@ -14,6 +14,17 @@ MANAGED_CLUSTER = Kind("cluster.open-cluster-management.io/v1", "ManagedCluster"
 MANIFEST_WORK = Kind("work.open-cluster-management.io/v1", "ManifestWork", "manifestworks", True)
 CLUSTER_MANAGER = Kind("operator.open-cluster-management.io/v1", "ClusterManager", "clustermanagers", False)
 KLUSTERLET = Kind("operator.open-cluster-management.io/v1", "Klusterlet", "klusterlets", False)
+# Placement (cluster sets, their bindings, placements and the placement controller's decisions) and add-ons.
+MANAGED_CLUSTER_SET = Kind("cluster.open-cluster-management.io/v1beta2", "ManagedClusterSet", "managedclustersets", False)
+MANAGED_CLUSTER_SET_BINDING = Kind("cluster.open-cluster-management.io/v1beta2", "ManagedClusterSetBinding",
+                                   "managedclustersetbindings", True)
+PLACEMENT = Kind("cluster.open-cluster-management.io/v1beta1", "Placement", "placements", True)
+PLACEMENT_DECISION = Kind("cluster.open-cluster-management.io/v1beta1", "PlacementDecision", "placementdecisions", True)
+CLUSTER_MANAGEMENT_ADDON = Kind("addon.open-cluster-management.io/v1alpha1", "ClusterManagementAddOn",
+                                "clustermanagementaddons", False)
+MANAGED_CLUSTER_ADDON = Kind("addon.open-cluster-management.io/v1alpha1", "ManagedClusterAddOn", "managedclusteraddons", True)
+ADDON_DEPLOYMENT_CONFIG = Kind("addon.open-cluster-management.io/v1alpha1", "AddOnDeploymentConfig",
+                               "addondeploymentconfigs", True)
 
 # Conditions the hub's registration controller sets on a ManagedCluster.
 ACCEPTED = "HubAcceptedManagedCluster"
@@ -59,7 +70,7 @@ def summarize_managed_cluster(obj):
     }
 
 
-# --- Member side of registration (clusteradm join / unjoin), DESIGN.md 4.6 ----------------------------
+# --- Member side of registration (clusteradm join / unjoin), docs/architecture.md 4.6 -----------------
 
 CLUSTER_NAME_MAX_LENGTH = 63
 AGENT_NAMESPACE = "open-cluster-management-agent"

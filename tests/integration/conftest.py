@@ -41,7 +41,7 @@ def lab(tmp_path_factory):
         started.down()
 
 
-# What hub_init sets up for bootstrap identities (DESIGN.md 4.1, 4.5), created here as test setup under
+# What hub_init sets up for bootstrap identities (docs/architecture.md 4.1, 4.5), created here as test setup under
 # names of its own: bootstrap token users may create and read CSRs (system:node-bootstrapper), and OCM's
 # bootstrap group may also create and read ManagedClusters (the rules of open-cluster-management:bootstrap).
 BOOTSTRAP_GROUPS = ("system:bootstrappers:karmada:default-cluster-token", "system:bootstrappers:managedcluster")

@@ -1,4 +1,4 @@
-"""Simulation of Karmada's pull-mode agent (karmada-agent) for the lab, which cannot run it (DESIGN.md 4.4 and 5).
+"""Simulation of Karmada's pull-mode agent (karmada-agent) for the lab, which cannot run it (docs/architecture.md 4.4 and 5.2).
 
 ``SimulatedKarmadaAgent`` starts as the real agent does from the member's
 ``karmada-system/karmada-kubeconfig`` (key ``karmada-kubeconfig``, the certificate ``karmadactl

@@ -1,5 +1,5 @@
 """Simulation of OCM's klusterlet registration agent (member side) and of the hub's registration
-controller, for the lab, which cannot run either (DESIGN.md 4.6 and 5).
+controller, for the lab, which cannot run either (docs/architecture.md 4.6 and 5.2).
 
 ``SimulatedKlusterlet`` does what the registration agent does from the member's
 ``open-cluster-management-agent/bootstrap-hub-kubeconfig``: with those bootstrap credentials it

@@ -7,7 +7,7 @@ API servers:
   in namespace ``<cluster>``, Karmada ``Work`` in ``karmada-es-<cluster>``.
 - It applies their manifests to the member API with the member's admin credentials, resolving kinds
   through the member's discovery API as the real agents' REST mappers do.
-- It writes status back through the status subresource, in the shapes of /work/shared/reference: OCM
+- It writes status back through the status subresource, in the shapes the real agents write: OCM
   conditions ``Applied`` (AppliedManifestWorkComplete / AppliedManifestWorkFailed) and ``Available``
   (ResourcesAvailable / ResourcesNotAvailable / ResourcesStatusUnknown) with ``observedGeneration``, and
   per manifest ``resourceMeta``, conditions ``Applied`` / ``Available`` / ``StatusFeedbackSynced`` and

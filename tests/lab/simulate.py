@@ -2,7 +2,7 @@
 """Run every lab SIMULATION against a running lab, as one background process.
 
 The lab runs real control planes but none of the engines' controllers, agents or operators; the
-simulations in this directory play their protocol parts (DESIGN.md section 5). This starts all of
+simulations in this directory play their protocol parts (docs/architecture.md 5.2). This starts all of
 them for a lab directory - what a main-job run (site.sh), molecule and the playbook tests need:
 
 - sim_operators: Deployments roll out on every cluster; OCM's cluster-manager operator and Karmada's
@@ -14,7 +14,8 @@ them for a lab directory - what a main-job run (site.sh), molecule and the playb
   ``open-cluster-management-agent/bootstrap-hub-kubeconfig``), the Hosted one of every member on
   every other cluster (it acts once that cluster holds Klusterlet ``klusterlet-<member>`` and its
   Secrets), and the hub's registration controller for the members;
-- sim_work_agent: OCM's work agent and Karmada's execution controllers for the members.
+- sim_work_agent: OCM's work agent and Karmada's execution controllers for the members;
+- sim_addon: OCM's placement controller and add-on manager on the hub.
 
 Every member cluster registers under its lab name, as in the lab's inventory.
 
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import time
 
+import sim_addon
 import sim_karmada
 import sim_karmada_agent
 import sim_klusterlet
@@ -66,6 +68,8 @@ def simulations(lab, interval=0.5):
         sim_klusterlet.SimulatedRegistrationController(lab, members),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "ocm", served),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "karmada", served),
+        sim_addon.PlacementController(hub, interval),
+        sim_addon.AddOnManager(hub, interval),
     ]
 
 

@@ -34,7 +34,7 @@ TOKEN_ID = "e214n7"
 SECRET = "q4k7zw2m9xv1c8bt"
 TOKEN = TOKEN_ID + "." + SECRET
 
-# The real lab hub CA, as published in kube-public/cluster-info (reference/karmada-pull-register.yaml).
+# The real lab hub CA, as published in kube-public/cluster-info (recorded from a real karmadactl register).
 REF_CA_PEM = """-----BEGIN CERTIFICATE-----
 MIIDBTCCAe2gAwIBAgIUEd+myvwl5I3oa+FlPorLRqPPlTkwDQYJKoZIhvcNAQEL
 BQAwEjEQMA4GA1UEAwwHa2h1Yi1jYTAeFw0yNjExMjIwMzE4MzJaFw0zNjExMTkw
@@ -62,7 +62,7 @@ REF_KUBECONFIG = (
     'apiVersion: v1\nkind: Config\nclusters:\n- name: ""\n  cluster: {server: https://127.0.0.1:17443, '
     "certificate-authority-data: %s}" % base64.b64encode(REF_CA_PEM.encode("ascii")).decode("ascii")
 )
-# The real bootstrapsigner's header for token id e214n7 (reference/karmada-pull-register.yaml).
+# The real bootstrapsigner's header for token id e214n7 (recorded from a real karmadactl register).
 REF_JWS_HEADER = "eyJhbGciOiJIUzI1NiIsImtpZCI6ImUyMTRuNyJ9"
 # REF_KUBECONFIG signed with SECRET, computed independently:
 #   H=$(printf '%s' '{"alg":"HS256","kid":"e214n7"}' | basenc --base64url | tr -d '=\n')

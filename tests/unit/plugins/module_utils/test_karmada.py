@@ -6,7 +6,7 @@ import yaml
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-# What the real ``karmadactl join kmember1`` created (DESIGN.md 4.3; secret values left out).
+# What the real ``karmadactl join kmember1`` created (docs/architecture.md 4.3; secret values left out).
 REFERENCE = """
 apiVersion: cluster.karmada.io/v1alpha1
 kind: Cluster
