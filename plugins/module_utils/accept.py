@@ -201,12 +201,12 @@ def _decide(hub, item, condition, check_mode):
         except NotFound:
             current = None
         if current is None:
-            raise FleetError("cluster '%s': CertificateSigningRequest %s disappeared while being %s"
-                             % (hub.name, name, condition["type"].lower()))
+            raise FleetError("%s: CertificateSigningRequest %s disappeared while being %s"
+                             % (hub.label, name, condition["type"].lower()))
         if csrs.state(current) != csrs.PENDING:
             return current, None
-    raise FleetError("cluster '%s': CertificateSigningRequest %s kept changing (%d conflicts); try again"
-                     % (hub.name, name, resources.CONFLICT_RETRIES))
+    raise FleetError("%s: CertificateSigningRequest %s kept changing (%d conflicts); try again"
+                     % (hub.label, name, resources.CONFLICT_RETRIES))
 
 
 def _csr_diff(before, after):
@@ -276,8 +276,8 @@ def _wait(hub, engine, clusters, requesters, timeout, earlier=None):
         resources.wait_until(ready, timeout, "an acceptable agent CSR of every cluster", interval=POLL_INTERVAL)
     except WaitTimeout as exc:
         waiting = [p.name for p in seen["plans"] if not p.ready]
-        raise WaitTimeout("cluster '%s': timed out after %ss waiting for the agent CSRs of %s: %s"
-                          % (hub.name, timeout, ", ".join(waiting), exc.details.get("last_seen")),
+        raise WaitTimeout("%s: timed out after %ss waiting for the agent CSRs of %s: %s"
+                          % (hub.label, timeout, ", ".join(waiting), exc.details.get("last_seen")),
                           waiting=waiting)
     return seen["plans"]
 
@@ -316,6 +316,6 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=Fals
     outcome = {"changed": bool(diffs), "clusters": results, "diff": diffs}
     failed = [(plan, result) for plan, result in zip(plans, results) if not result["accepted"]]
     if failed:
-        raise FleetError("cluster '%s': not accepted: %s" % (hub.name, "; ".join(
+        raise FleetError("%s: not accepted: %s" % (hub.label, "; ".join(
             "%s (%s)" % (plan.name, plan.problem()) for plan, _result in failed)), **outcome)
     return outcome

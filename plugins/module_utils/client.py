@@ -33,11 +33,26 @@ except ImportError as exc:  # pragma: no cover - reported by the module wrapper
 else:
     IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
 
-# The authentication options, as kubernetes.core names them.
-AUTH_OPTIONS = (
-    "kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
-    "client_key", "proxy", "impersonate_user", "impersonate_groups",
+# The authentication options, as kubernetes.core names them, with the K8S_AUTH_* environment variables
+# that can supply them (the first one set wins).
+ENVIRONMENT = (
+    ("kubeconfig", ("K8S_AUTH_KUBECONFIG",)),
+    ("context", ("K8S_AUTH_CONTEXT",)),
+    ("host", ("K8S_AUTH_HOST",)),
+    ("api_key", ("K8S_AUTH_API_KEY",)),
+    ("validate_certs", ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL")),
+    ("ca_cert", ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT")),
+    ("client_cert", ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE")),
+    ("client_key", ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE")),
+    ("proxy", ("K8S_AUTH_PROXY",)),
+    ("impersonate_user", ("K8S_AUTH_IMPERSONATE_USER",)),
+    ("impersonate_groups", ("K8S_AUTH_IMPERSONATE_GROUPS",)),
 )
+AUTH_OPTIONS = tuple(option for option, _variables in ENVIRONMENT)
+# The options that name a cluster: a connection given any of them never reads the environment.
+NAMING_OPTIONS = ("kubeconfig", "context", "host")
+# How messages call a cluster whose name is not known, by the part it plays.
+ROLES = {"hub": "the hub", "member": "the member cluster", "hosting": "the hosting cluster"}
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
 DEFAULT_HOST = "http://localhost"  # what the kubernetes library's Configuration starts with: no server given
 _CLUSTERS = {}
@@ -62,16 +77,66 @@ class Conflict(ClusterError):
     pass
 
 
-def get_cluster(auth, name="cluster"):
+def names_cluster(auth):
+    """True when ``auth`` says which cluster to reach (kubeconfig, context or host given)."""
+    return any(auth.get(option) not in (None, "") for option in NAMING_OPTIONS)
+
+
+def from_environment(environ=None):
+    """The authentication options the ``K8S_AUTH_*`` variables of ``environ`` (default: this process) set."""
+    environ = os.environ if environ is None else environ
+    found = {}
+    for option, variables in ENVIRONMENT:
+        value = next((environ[v] for v in variables if environ.get(v) not in (None, "")), None)
+        if value is None:
+            continue
+        if option == "validate_certs":
+            value = value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
+        elif option == "impersonate_groups":
+            value = [group.strip() for group in value.split(",") if group.strip()]
+        elif option in ("kubeconfig", "ca_cert", "client_cert", "client_key"):
+            value = os.path.expanduser(value)
+        found[option] = value
+    return found
+
+
+def connection_options(auth, environment=True, environ=None):
+    """The authentication options of one connection, by the collection's credential rule.
+
+    The ``K8S_AUTH_*`` environment is a fallback for a whole connection, never for part of one: when
+    ``auth`` names a cluster (:func:`names_cluster`) it is used as given and no variable is read;
+    otherwise the variables supply every option ``auth`` leaves unset. ``environment=False`` (member
+    connections) never reads them. Unlike kubernetes.core, where ``K8S_AUTH_HOST`` overrides a
+    kubeconfig's server, a task that names a member can therefore never be sent to the cluster an
+    AWX credential put into the environment.
+    """
+    options = dict((k, v) for k, v in auth.items() if k in AUTH_OPTIONS and v not in (None, ""))
+    if environment and not names_cluster(options):
+        for option, value in from_environment(environ).items():
+            options.setdefault(option, value)
+    return options
+
+
+def describe(name=None, role=None):
+    """How messages call a cluster: ``cluster 'NAME'``, or by its role (``the hub``) when no name is known."""
+    if name:
+        return "cluster '%s'" % name
+    return ROLES.get(role, "the cluster")
+
+
+def get_cluster(auth, name=None, role=None):
     """Return the process-wide :class:`Cluster` for these credentials, building it once.
 
-    ``auth`` is a dict of :data:`AUTH_OPTIONS` (missing keys mean unset); ``name`` is how messages
-    call this cluster (``hub``, a member's name).
+    ``auth`` is a dict of :data:`AUTH_OPTIONS` (missing keys mean unset), used as given (see
+    :func:`connection_options`). ``name`` is the cluster's name where the caller knows it (a member's
+    name); otherwise the kubeconfig context names it. ``role`` (``hub``, ``member``, ``hosting``) is
+    how messages call a cluster that has no name.
     """
-    key = (name, json.dumps({k: auth.get(k) for k in AUTH_OPTIONS}, sort_keys=True, default=str))
+    key = (name, role, json.dumps({k: auth.get(k) for k in AUTH_OPTIONS}, sort_keys=True, default=str))
     cluster = _CLUSTERS.get(key)
     if cluster is None:
-        cluster = _CLUSTERS[key] = Cluster(name, build_configuration(auth, name))
+        config = build_configuration(auth, describe(name, role))
+        cluster = _CLUSTERS[key] = Cluster(name or getattr(config, "fleet_context", None), config, role)
     return cluster
 
 
@@ -96,6 +161,7 @@ class Configuration:
         self.proxy_headers = None
         self.impersonate_user = None
         self.impersonate_groups = []
+        self.fleet_context = None
 
     def get_api_key_with_prefix(self, identifier, alias=None):
         """The ``Authorization`` header value kept under ``identifier`` (or ``alias``), with its prefix."""
@@ -108,20 +174,21 @@ class Configuration:
         return "%s %s" % (prefix, key) if prefix else key
 
 
-def build_configuration(auth, name="cluster"):
-    """Resolve credentials to a :class:`Configuration`, failing with a message that names ``name``.
+def build_configuration(auth, who="the cluster"):
+    """Resolve credentials to a :class:`Configuration`, failing with a message that starts with ``who``.
 
     Explicit options override what the kubeconfig says; with neither ``kubeconfig`` nor ``host`` the
-    default kubeconfig (``KUBECONFIG`` or ``~/.kube/config``) is used, as kubectl does.
+    default kubeconfig (``KUBECONFIG`` or ``~/.kube/config``) is used, as kubectl does. The context a
+    kubeconfig was read with is kept as ``fleet_context``: it names the cluster in messages.
     """
     if IMPORT_ERROR is not None:
         raise FleetError("the urllib3 and PyYAML Python libraries are required: %s" % IMPORT_ERROR)
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
     if kubeconfig or not auth.get("host"):
-        config = _from_kubeconfig(kubeconfig, context, name)
+        config = _from_kubeconfig(kubeconfig, context, who)
     elif context:
-        raise FleetError("cluster '%s': context '%s' given without a kubeconfig" % (name, context))
+        raise FleetError("%s: context '%s' given without a kubeconfig" % (who, context))
     else:
         config = Configuration()
     if auth.get("host"):
@@ -136,29 +203,31 @@ def build_configuration(auth, name="cluster"):
         path = auth.get(option)
         if path:
             if not os.path.isfile(path):
-                raise FleetError("cluster '%s': %s file %s does not exist" % (name, option, path))
+                raise FleetError("%s: %s file %s %s" % (who, option, path, kubeconfigs.missing_file(path)))
             setattr(config, attribute, path)
     if auth.get("proxy"):
         config.proxy = auth["proxy"]
     config.impersonate_user = auth.get("impersonate_user")
     config.impersonate_groups = list(auth.get("impersonate_groups") or [])
     if not config.host or config.host == DEFAULT_HOST:
-        raise FleetError("cluster '%s': no API server given; set kubeconfig (and context) or host" % name)
+        raise FleetError("%s: no API server given; set kubeconfig (and context) or host" % who)
     return config
 
 
-def _from_kubeconfig(kubeconfig, context, name):
+def _from_kubeconfig(kubeconfig, context, who):
     """The configuration a kubeconfig path, a kubeconfig dict, or the default kubeconfig gives."""
     if not kubeconfig:
         kubeconfig = kubeconfigs.default_path()
         if not os.path.isfile(kubeconfig):
-            raise FleetError("cluster '%s': no kubeconfig or host given, and no default kubeconfig at %s"
-                             % (name, kubeconfig))
-    selection = kubeconfigs.select(kubeconfig, context, name)
+            raise FleetError("%s: no kubeconfig or host given, and no default kubeconfig at %s" % (who, kubeconfig))
+    selection = kubeconfigs.select(kubeconfig, context, who)
     if selection.plugin:
-        return _from_plugin_user(selection)
+        config = _from_plugin_user(selection)
+        config.fleet_context = selection.context_name
+        return config
     credentials = kubeconfigs.Credentials(selection)
     config = Configuration()
+    config.fleet_context = selection.context_name
     if credentials.server:
         config.host = credentials.server
         if config.host.startswith("https"):
@@ -229,11 +298,17 @@ def _remove_data_files():
 class Cluster:
     """A connection to one API server: dict in, dict out, errors as :class:`ClusterError`."""
 
-    def __init__(self, name, config):
+    def __init__(self, name, config, role=None):
         self.name = name
+        self.role = role
         self.server = config.host.rstrip("/")
         self._config = config
         self._pool = self._build_pool(config)
+
+    @property
+    def label(self):
+        """How messages call this cluster: ``cluster 'NAME' (URL)``, or ``the hub (URL)`` when it has no name."""
+        return "%s (%s)" % (describe(self.name, self.role), self.server)
 
     @property
     def ca_pem(self):
@@ -245,7 +320,7 @@ class Cluster:
             with open(path) as handle:
                 return handle.read()
         except OSError as exc:
-            raise FleetError("cluster '%s': cannot read the CA certificate %s: %s" % (self.name, path, exc))
+            raise FleetError("%s: cannot read the CA certificate %s: %s" % (self.label, path, exc))
 
     @property
     def verifies_tls(self):
@@ -324,7 +399,7 @@ class Cluster:
         else:
             hint = "check the network path to the API server"
         detail = text.split(": ", 1)[-1] if isinstance(cause, urllib3.exceptions.NewConnectionError) else text
-        return "cluster '%s' (%s) is unreachable: %s (%s)" % (self.name, self.server, detail, hint)
+        return "%s is unreachable: %s (%s)" % (self.label, detail, hint)
 
     def _http_error(self, method, path, status, data):
         reason = None
@@ -338,9 +413,9 @@ class Cluster:
         except (ValueError, AttributeError):
             pass
         if status == 401:
-            return ClusterError("cluster '%s' (%s) refused the credentials (401 Unauthorized): check the token, "
-                                "client certificate or kubeconfig user" % (self.name, self.server), status, reason)
-        text = "cluster '%s': %s %s failed: %s %s" % (self.name, method, path, status, message or reason or "")
+            return ClusterError("%s refused the credentials (401 Unauthorized): check the token, "
+                                "client certificate or kubeconfig user" % self.label, status, reason)
+        text = "%s: %s %s failed: %s %s" % (self.label, method, path, status, message or reason or "")
         if status == 403 and "NamespaceTerminating" in causes:
             text += " (the namespace is being deleted; run again once it is gone)"
         elif status == 403:

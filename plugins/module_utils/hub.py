@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a hub needs before members can register with join credentials (DESIGN.md 4.1, 4.2, 4.4, 4.5).
+"""What a hub needs before members can register with join credentials (docs/architecture.md 4.1, 4.2, 4.4, 4.5).
 
 - ``kube-public/cluster-info``: the hub URL and CA members discover (created only when missing;
   replaced only on request), readable by ``system:anonymous``.
@@ -243,8 +243,8 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
     server = hub_apiserver or hub.server
     ca_pem = ca_pem or hub.ca_pem
     if not ca_pem:
-        raise FleetError("cluster '%s': the hub connection has no CA certificate to publish in %s; set hub_ca_cert"
-                         % (hub.name, bootstrap.CLUSTER_INFO))
+        raise FleetError("%s: the hub connection has no CA certificate to publish in %s; set hub_ca_cert"
+                         % (hub.label, bootstrap.CLUSTER_INFO))
     pins = bootstrap.pins_of_bundle(ca_pem)  # refuses a file without certificates
     info_outcome, report = ensure_cluster_info(hub, server, ca_pem, update_cluster_info, check_mode)
     wanted, unwanted = registration_objects(engine, csr_auto_approval)
@@ -258,9 +258,9 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
                            "its CA is not published yet (%s/%s)" % (GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP)))
     if not report["matches"]:
         warnings.append(
-            "%s on cluster '%s' publishes server %s (CA %s), not %s (CA %s); members discovering the hub get what it"
+            "%s on %s publishes server %s (CA %s), not %s (CA %s); members discovering the hub get what it"
             " publishes. Set update_cluster_info: true to replace it (the bootstrapsigner re-signs it)."
-            % (bootstrap.CLUSTER_INFO, hub.name, report["server"], ", ".join(report["ca_cert_hashes"]) or "unreadable",
+            % (bootstrap.CLUSTER_INFO, hub.label, report["server"], ", ".join(report["ca_cert_hashes"]) or "unreadable",
                server, ", ".join(pins)))
     return _result(outcomes, cluster_info=report, warnings=warnings, hub_apiserver=server, ca_cert_hashes=pins, grpc=grpc)
 

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Push registration with a Karmada hub (``karmadactl join`` / ``unjoin``), idempotent and re-runnable.
 
-A join runs in this order (DESIGN.md 4.3):
+A join runs in this order (docs/architecture.md 4.3):
 
 1. Read only: the member's cluster id (its ``kube-system`` UID) and every Cluster on the hub. Any
    conflict (the member registered under another name, the name taken by another cluster, a Pull
@@ -60,7 +60,7 @@ def member_cluster_id(member):
     """The cluster id Karmada uses: the UID of the member's ``kube-system`` namespace."""
     namespace = resources.get(member, NAMESPACE, "kube-system")
     if namespace is None:
-        raise FleetError("cluster '%s' has no kube-system namespace to take its cluster id from" % member.name)
+        raise FleetError("%s has no kube-system namespace to take its cluster id from" % member.label)
     return namespace["metadata"]["uid"]
 
 
@@ -150,8 +150,8 @@ def wait_for_token(member, service_account, namespace, timeout):
         found["data"] = secret["data"]
         return True, None
     try:
-        resources.wait_until(filled, timeout, "the token of ServiceAccount %s/%s on cluster '%s'"
-                             % (namespace, service_account, member.name))
+        resources.wait_until(filled, timeout, "the token of ServiceAccount %s/%s on %s"
+                             % (namespace, service_account, member.label))
     except WaitTimeout as exc:
         raise FleetError("%s; the member's kube-controller-manager must run its serviceaccount-token controller"
                          % exc.msg, **exc.details)
@@ -184,8 +184,8 @@ def _credentials(member, member_outcomes, params, check_mode, hide):
     ca = member.ca_pem
     ca = base64.b64encode(ca.encode()).decode() if ca else cluster_token.get("ca.crt")
     if not ca and not check_mode:
-        raise FleetError("cannot tell which CA signs the API server of cluster '%s': set ca_cert in the member option"
-                         % member.name)
+        raise FleetError("cannot tell which CA signs the API server of %s: set ca_cert in the member option"
+                         % member.label)
     return ({karmada.CA_KEY: ca or PLANNED, karmada.TOKEN_KEY: cluster_token.get(karmada.TOKEN_KEY) or PLANNED},
             {karmada.TOKEN_KEY: impersonator_token.get(karmada.TOKEN_KEY) or PLANNED})
 
@@ -255,12 +255,12 @@ def remove_finalizers(cluster, kind, obj, finalizers=None):
                 return None
             continue
         return Outcome(kind, name, namespace, "updated", obj, after)
-    raise FleetError("cluster '%s': %s kept changing while its finalizers were being removed; try again"
-                     % (cluster.name, kind.ref(name, namespace)))
+    raise FleetError("%s: %s kept changing while its finalizers were being removed; try again"
+                     % (cluster.label, kind.ref(name, namespace)))
 
 
 def release_cluster(hub, name):
-    """Remove the finalizers that hold a deleted Cluster, in Karmada's order (DESIGN.md 4.3).
+    """Remove the finalizers that hold a deleted Cluster, in Karmada's order (docs/architecture.md 4.3).
 
     The execution controller's finalizer on the Works in ``karmada-es-<cluster>``, then that namespace
     (its finalizers removed, deleted), then the cluster controller's finalizer on the Cluster.

@@ -42,29 +42,33 @@ def default_path():
     return os.path.expanduser(entries[0] if entries else DEFAULT_PATH)
 
 
-def load(kubeconfig, name="cluster"):
+def missing_file(path):
+    """Why ``path`` is not a readable file, for messages: it does not exist, or it is a directory."""
+    return "is a directory, not a file" if os.path.isdir(path) else "does not exist"
+
+
+def load(kubeconfig, who="the cluster"):
     """``(source, directory, config)`` of a kubeconfig path or dict.
 
     ``source`` is how messages call the kubeconfig, ``directory`` what relative file references are
-    relative to. Raises :class:`FleetError` naming the cluster ``name`` when the file is missing,
-    unreadable or not a mapping.
+    relative to. Raises :class:`FleetError` starting with ``who`` (the cluster, e.g. ``cluster
+    'member1'``) when the file is missing, unreadable or not a mapping.
     """
     if isinstance(kubeconfig, dict):
         return "the kubeconfig given as a dict", os.getcwd(), kubeconfig
     path = os.path.expanduser(str(kubeconfig))
     source = "kubeconfig %s" % path
     if not os.path.isfile(path):
-        raise FleetError("cluster '%s': kubeconfig file %s does not exist" % (name, path))
+        raise FleetError("%s: kubeconfig file %s %s" % (who, path, missing_file(path)))
     if yaml is None:
-        raise FleetError("cluster '%s': the PyYAML Python library is required to read %s: %s"
-                         % (name, source, YAML_IMPORT_ERROR))
+        raise FleetError("%s: the PyYAML Python library is required to read %s: %s" % (who, source, YAML_IMPORT_ERROR))
     try:
         with open(path) as handle:
             config = yaml.safe_load(handle)
     except (OSError, yaml.YAMLError) as exc:
-        raise FleetError("cluster '%s': cannot read %s: %s" % (name, source, exc))
+        raise FleetError("%s: cannot read %s: %s" % (who, source, exc))
     if not isinstance(config, dict):
-        raise FleetError("cluster '%s': %s is not a kubeconfig (expected a mapping)" % (name, source))
+        raise FleetError("%s: %s is not a kubeconfig (expected a mapping)" % (who, source))
     return source, os.path.dirname(os.path.abspath(path)), config
 
 
@@ -84,8 +88,8 @@ def _named(config, section, wanted):
 class Selection:
     """One context of a kubeconfig: copies of its ``context``, ``cluster`` and ``user`` entries."""
 
-    def __init__(self, name, source, directory, context_name, context, cluster, user):
-        self.name = name
+    def __init__(self, who, source, directory, context_name, context, cluster, user):
+        self.who = who
         self.source = source
         self.directory = directory
         self.context_name = context_name
@@ -95,8 +99,7 @@ class Selection:
 
     def fail(self, problem):
         """A :class:`FleetError` saying this context is not usable because of ``problem``."""
-        return FleetError("cluster '%s': %s, context '%s', is not usable: %s"
-                          % (self.name, self.source, self.context_name, problem))
+        return FleetError("%s: %s, context '%s', is not usable: %s" % (self.who, self.source, self.context_name, problem))
 
     @property
     def plugin(self):
@@ -134,7 +137,7 @@ class Selection:
             return None, None
         path = self.path(entry[file_field])
         if not os.path.isfile(path):
-            raise self.fail("%s %s does not exist" % (file_field, path))
+            raise self.fail("%s %s %s" % (file_field, path, missing_file(path)))
         return path, None
 
     def token(self):
@@ -146,23 +149,23 @@ class Selection:
         return None
 
 
-def select(kubeconfig, context=None, name="cluster"):
+def select(kubeconfig, context=None, who="the cluster"):
     """The :class:`Selection` of ``context`` (default: the current context) in a kubeconfig path or dict.
 
-    Raises :class:`FleetError` naming the cluster ``name`` and the kubeconfig when the context, or the
+    Raises :class:`FleetError` starting with ``who`` and naming the kubeconfig when the context, or the
     cluster or user it names, is missing.
     """
-    source, directory, config = load(kubeconfig, name)
+    source, directory, config = load(kubeconfig, who)
     contexts = [str(entry.get("name")) for entry in _entries(config, "contexts")]
     wanted = context or config.get("current-context")
     if not wanted:
-        raise FleetError("cluster '%s': %s has no current-context; set context (one of: %s)"
-                         % (name, source, ", ".join(contexts) or "none"))
+        raise FleetError("%s: %s has no current-context; set context (one of: %s)"
+                         % (who, source, ", ".join(contexts) or "none"))
     selected = _named(config, "contexts", wanted)
     if selected is None:
-        raise FleetError("cluster '%s': context '%s' not found in %s (available: %s)"
-                         % (name, wanted, source, ", ".join(contexts) or "none"))
-    selection = Selection(name, source, directory, wanted, selected, {}, {})
+        raise FleetError("%s: context '%s' not found in %s (available: %s)"
+                         % (who, wanted, source, ", ".join(contexts) or "none"))
+    selection = Selection(who, source, directory, wanted, selected, {}, {})
     cluster_name = selected.get("cluster")
     if not cluster_name:
         raise selection.fail("the context names no cluster")
@@ -201,19 +204,19 @@ class Credentials:
         self.password = user.get("password")
 
 
-def resolve(kubeconfig, context=None, name="cluster"):
+def resolve(kubeconfig, context=None, who="the cluster"):
     """The :class:`Credentials` of ``context`` (default: the current context) of a kubeconfig path or dict."""
-    return Credentials(select(kubeconfig, context, name))
+    return Credentials(select(kubeconfig, context, who))
 
 
-def flatten(kubeconfig, context=None, name="cluster"):
+def flatten(kubeconfig, context=None, who="the cluster"):
     """A self-contained kubeconfig dict for ``context`` (default: the current one) of ``kubeconfig``.
 
     It has exactly one cluster, user and context; files the kubeconfig names are embedded as
     ``*-data`` and a ``tokenFile`` as ``token``. Users that authenticate with ``exec`` or
     ``auth-provider`` are refused: their credentials exist only where the plugin runs.
     """
-    selection = select(kubeconfig, context, name)
+    selection = select(kubeconfig, context, who)
     if selection.plugin:
         raise selection.fail("user '%s' authenticates with %s, which cannot be copied for use elsewhere; give a "
                              "kubeconfig whose user has a token or a client certificate"

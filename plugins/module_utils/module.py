@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one Ansible-facing wrapper every module of this collection uses.
 
-It adds the authentication options (kubernetes.core's names and ``K8S_AUTH_*`` environment
-variables), turns :class:`FleetError` into ``fail_json`` with the message and details, and hands out
-the process-wide cluster connections.
+It adds the authentication options (kubernetes.core's names; ``K8S_AUTH_*`` environment variables
+by the collection's credential rule, see :func:`client.connection_options`), turns
+:class:`FleetError` into ``fail_json`` with the message and details, and hands out the
+process-wide cluster connections.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,45 +15,43 @@ __metaclass__ = type
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-# option -> (type, aliases, environment variables, no_log)
+# option -> (type, aliases, no_log); client.ENVIRONMENT names their K8S_AUTH_* variables.
 _AUTH = (
-    ("kubeconfig", "raw", [], ["K8S_AUTH_KUBECONFIG"], False),  # a path is no secret; see _hide_credentials
-    ("context", "str", [], ["K8S_AUTH_CONTEXT"], False),
-    ("host", "str", [], ["K8S_AUTH_HOST"], False),
-    ("api_key", "str", [], ["K8S_AUTH_API_KEY"], True),
-    ("validate_certs", "bool", ["verify_ssl"], ["K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"], False),
-    ("ca_cert", "path", ["ssl_ca_cert"], ["K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"], False),
-    ("client_cert", "path", ["cert_file"], ["K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"], False),
-    ("client_key", "path", ["key_file"], ["K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"], False),
-    ("proxy", "str", [], ["K8S_AUTH_PROXY"], False),
-    ("impersonate_user", "str", [], ["K8S_AUTH_IMPERSONATE_USER"], False),
-    ("impersonate_groups", "list", [], ["K8S_AUTH_IMPERSONATE_GROUPS"], False),
+    ("kubeconfig", "raw", [], False),  # a path is no secret; see _hide_credentials
+    ("context", "str", [], False),
+    ("host", "str", [], False),
+    ("api_key", "str", [], True),
+    ("validate_certs", "bool", ["verify_ssl"], False),
+    ("ca_cert", "path", ["ssl_ca_cert"], False),
+    ("client_cert", "path", ["cert_file"], False),
+    ("client_key", "path", ["key_file"], False),
+    ("proxy", "str", [], False),
+    ("impersonate_user", "str", [], False),
+    ("impersonate_groups", "list", [], False),
 )
 
 
-def auth_argument_spec(environment=True):
-    """Authentication options; with ``environment`` unset values fall back to ``K8S_AUTH_*``."""
+def auth_argument_spec():
+    """The authentication options of one connection (the environment is applied by :class:`FleetModule`)."""
     spec = {}
-    for name, kind, aliases, env, no_log in _AUTH:
+    for name, kind, aliases, no_log in _AUTH:
         option = dict(type=kind, no_log=no_log)
         if aliases:
             option["aliases"] = aliases
         if kind == "list":
             option["elements"] = "str"
-        if environment:
-            option["fallback"] = (env_fallback, env)
         spec[name] = option
     return spec
 
 
 def cluster_argument_spec(required=False):
-    """A dict option holding a second cluster's authentication options (no environment fallback)."""
-    return dict(type="dict", required=required, options=auth_argument_spec(environment=False))
+    """A dict option holding a second cluster's authentication options (never read from the environment)."""
+    return dict(type="dict", required=required, options=auth_argument_spec())
 
 
 def _leaves(value):
@@ -67,20 +66,25 @@ def _leaves(value):
 class FleetModule(AnsibleModule):
     """``AnsibleModule`` with the top-level authentication options and the collection's error handling.
 
-    The top-level authentication options address the cluster the module acts on (named
-    ``cluster_label`` in messages); modules that also reach a second cluster add a dict option built
-    by :func:`cluster_argument_spec`.
+    The top-level authentication options address the cluster the module acts on, which plays ``role``
+    (``hub``, ``member``, ``cluster``) in messages. With ``environment`` the ``K8S_AUTH_*`` variables
+    supply that connection when the task names no cluster (:func:`client.connection_options`); modules
+    whose top-level connection is a member pass ``environment=False``. Modules that also reach a second
+    cluster add a dict option built by :func:`cluster_argument_spec`, which never reads the environment.
     """
 
-    def __init__(self, argument_spec, cluster_label="hub", **kwargs):
+    def __init__(self, argument_spec, role="hub", environment=True, **kwargs):
         spec = auth_argument_spec()
         spec.update(argument_spec)
         kwargs.setdefault("supports_check_mode", True)
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
-        self.cluster_label = cluster_label
+        self.role = role
         self._hide_credentials(self.params)
         if client.IMPORT_ERROR is not None:  # urllib3 and PyYAML, which the kubernetes library brings
             self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(client.IMPORT_ERROR))
+        self.connection = client.connection_options(self.params, environment)
+        if self.connection.get("api_key"):
+            self.no_log_values.add(self.connection["api_key"])
 
     def _hide_credentials(self, params):
         """Mask the credentials of kubeconfigs given as dicts, here and in nested cluster options.
@@ -96,9 +100,15 @@ class FleetModule(AnsibleModule):
             for user in kubeconfig.get("users") or []:
                 self.no_log_values.update(_leaves((user or {}).get("user")))
 
-    def cluster(self, auth=None, label=None):
-        """The connection for ``auth`` (default: the top-level options), named ``label`` in messages."""
-        return client.get_cluster(self.params if auth is None else auth, label or self.cluster_label)
+    def cluster(self, auth=None, name=None, role=None):
+        """The connection for ``auth`` (default: the top-level connection), called ``name`` in messages.
+
+        Without a ``name`` the cluster is named by its kubeconfig context, or by ``role`` (default: the
+        module's role for the top-level connection, ``member`` for others) when it has none.
+        """
+        if auth is None:
+            return client.get_cluster(self.connection, name, role or self.role)
+        return client.get_cluster(client.connection_options(auth, environment=False), name, role or "member")
 
     def run(self, logic):
         """Call ``logic(self)`` and exit with the dict it returns, or fail with a clear message."""

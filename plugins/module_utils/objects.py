@@ -140,7 +140,7 @@ def wait_ready(cluster, kind, manifest, timeout, conditions=()):
                                                                obj["spec"].get("replicas", 1), detail)
                 return False, detail
         return True, None
-    resources.wait_until(ready, timeout, "%s on cluster '%s' %s" % (kind.ref(name, namespace), cluster.name, what))
+    resources.wait_until(ready, timeout, "%s on %s %s" % (kind.ref(name, namespace), cluster.label, what))
 
 
 def remove(cluster, items, check_mode=False, keep_unlabeled=False, wait=False, timeout=120):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pull registration of a member with a hub, from the member's side (DESIGN.md 4.2, 4.4, 4.6).
+"""Pull registration of a member with a hub, from the member's side (docs/architecture.md 4.2, 4.4, 4.6).
 
 Karmada (``karmadactl register`` / ``unregister``): discover and pin the hub, request the agent's
 client certificate with the bootstrap token, and store the agent kubeconfig on the member; with hub
@@ -125,11 +125,11 @@ class Report:
     """The outcomes of one run, in order, and what the module returns about them."""
 
     def __init__(self):
-        self.outcomes = []  # (cluster name, Outcome)
+        self.outcomes = []  # (cluster role: hub, member or hosting; Outcome)
         self.warnings = []
 
     def add(self, cluster, outcome):
-        self.outcomes.append((cluster.name, outcome))
+        self.outcomes.append((cluster.role, outcome))
         return outcome
 
     def ensure(self, cluster, kind, desired, check_mode):
@@ -190,7 +190,8 @@ def bootstrap_connection(server, ca_pem, token):
     try:
         with os.fdopen(handle, "w") as ca_file:
             ca_file.write(ca_pem)
-        yield client.Cluster("hub", client.build_configuration({"host": server, "api_key": token, "ca_cert": path}, "hub"))
+        config = client.build_configuration({"host": server, "api_key": token, "ca_cert": path}, client.describe(role="hub"))
+        yield client.Cluster(None, config, role="hub")
     finally:
         os.unlink(path)
 
@@ -261,8 +262,8 @@ def _refuse_another_klusterlet(runtime, placement, name, doing):
     current = resources.get(runtime, ocm.KLUSTERLET, placement.klusterlet)
     registered_as = ((current or {}).get("spec") or {}).get("clusterName")
     if registered_as and registered_as != name:
-        raise FleetError("Klusterlet %s on cluster '%s' registers cluster %s, not %s: refusing to %s another cluster "
-                         "(unjoin %s first)" % (placement.klusterlet, runtime.name, registered_as, name, doing, registered_as))
+        raise FleetError("Klusterlet %s on %s registers cluster %s, not %s: refusing to %s another cluster "
+                         "(unjoin %s first)" % (placement.klusterlet, runtime.label, registered_as, name, doing, registered_as))
 
 
 # --- Karmada ---------------------------------------------------------------------------------------
@@ -414,8 +415,8 @@ def _require_klusterlet_crd(runtime):
     try:
         runtime.request("GET", ocm.KLUSTERLET.path())
     except client.NotFound:
-        raise FleetError("cluster '%s' does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
-                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.name)
+        raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
+                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
 
 
 def _stored_ocm_credentials(runtime, reg):
@@ -494,7 +495,7 @@ def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     return report.result(engine="ocm", cluster_name=name, klusterlet=placement.klusterlet)
 
 
-def hosted_agents_kubeconfig(path, member_kubeconfig, member_context, member_host=None):
+def hosted_agents_kubeconfig(path, member_kubeconfig, member_context, member_host=None, who="the member cluster"):
     """The YAML text of the kubeconfig Hosted agents use to reach the member, every credential embedded.
 
     ``path`` (its current context) when given, else the member connection's kubeconfig (the default
@@ -505,9 +506,9 @@ def hosted_agents_kubeconfig(path, member_kubeconfig, member_context, member_hos
     elif member_kubeconfig or not member_host:
         source, context = member_kubeconfig or kubeconfig.default_path(), member_context
     else:
-        raise FleetError("a Hosted klusterlet needs a kubeconfig of the managed cluster for its agents: set "
-                         "managed_kubeconfig (the member connection is given by host, without a kubeconfig)")
-    return pki.yaml_text(kubeconfig.flatten(source, context, "member"))
+        raise FleetError("%s: a Hosted klusterlet needs a kubeconfig of the managed cluster for its agents: set "
+                         "managed_kubeconfig (the member connection is given by host, without a kubeconfig)" % who)
+    return pki.yaml_text(kubeconfig.flatten(source, context, who))
 
 
 def run(member, hub, reg, check_mode=False, hosting=None, managed_kubeconfig=None):

@@ -208,8 +208,8 @@ def ensure(cluster, kind, desired, check_mode=False):
         except Conflict:
             continue
         return Outcome(kind, name, namespace, "updated", existing, updated)
-    raise FleetError("cluster '%s': %s kept changing while it was being updated (%d conflicts); try again"
-                     % (cluster.name, kind.ref(name, namespace), CONFLICT_RETRIES))
+    raise FleetError("%s: %s kept changing while it was being updated (%d conflicts); try again"
+                     % (cluster.label, kind.ref(name, namespace), CONFLICT_RETRIES))
 
 
 def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
@@ -237,7 +237,7 @@ def wait_until_gone(cluster, kind, name, namespace=None, timeout=60):
             return True, None
         finalizers = (obj.get("metadata") or {}).get("finalizers") or []
         return False, "finalizers: %s" % ", ".join(finalizers) if finalizers else "still present"
-    wait_until(gone, timeout, "%s to be deleted on cluster '%s'" % (kind.ref(name, namespace), cluster.name))
+    wait_until(gone, timeout, "%s to be deleted on %s" % (kind.ref(name, namespace), cluster.label))
 
 
 def condition(obj, condition_type):
@@ -273,8 +273,8 @@ def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Read
         if item.get("status") == status:
             return True, None
         return False, "%s=%s (%s: %s)" % (condition_type, item.get("status"), item.get("reason"), item.get("message"))
-    wait_until(met, timeout, "%s on cluster '%s' to have %s=%s"
-               % (kind.ref(name, namespace), cluster.name, condition_type, status))
+    wait_until(met, timeout, "%s on %s to have %s=%s"
+               % (kind.ref(name, namespace), cluster.label, condition_type, status))
     return seen["obj"]
 
 

@@ -6,7 +6,7 @@
 Bootstrap tokens are Secrets ``kube-system/bootstrap-token-<id>`` (built and read by
 :mod:`bootstrap`); Kubernetes' tokencleaner deletes them when they expire and its bootstrapsigner
 signs ``kube-public/cluster-info`` with them. OCM's default join mode uses instead a TokenRequest
-for the ServiceAccount ``open-cluster-management/agent-registration-bootstrap`` (DESIGN.md 4.1, 4.5).
+for the ServiceAccount ``open-cluster-management/agent-registration-bootstrap`` (docs/architecture.md 4.1, 4.5).
 
 Token secrets never appear in exception messages or in the descriptions returned here.
 """
@@ -149,7 +149,7 @@ def list_tokens(cluster, token_id=None, now=None):
         try:
             described.append(describe(secret, now))
         except FleetError as exc:
-            problems.append("cluster '%s': skipped %s" % (cluster.name, exc.msg))
+            problems.append("%s: skipped %s" % (cluster.label, exc.msg))
     return sorted(described, key=lambda t: t["token_id"]), problems
 
 
@@ -222,8 +222,8 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
     if existing is None:
         return _create(cluster, token_id, secret, want, check_mode)
     if existing.get("type") != bootstrap.SECRET_TYPE:
-        raise FleetError("cluster '%s': Secret %s/%s exists but is not a bootstrap token (type %s); delete it or choose"
-                         " another token id" % (cluster.name, bootstrap.SECRET_NAMESPACE, existing["metadata"]["name"],
+        raise FleetError("%s: Secret %s/%s exists but is not a bootstrap token (type %s); delete it or choose"
+                         " another token id" % (cluster.label, bootstrap.SECRET_NAMESPACE, existing["metadata"]["name"],
                                                 existing.get("type")))
     try:
         before = describe(existing, now)
@@ -244,8 +244,8 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
         cluster.request("PUT", resources.SECRET.path(bootstrap.SECRET_NAMESPACE, manifest["metadata"]["name"]),
                         body=manifest, query={"dryRun": "All"} if check_mode else None)
     except Conflict:
-        raise FleetError("cluster '%s': bootstrap token %s changed while it was being updated; try again"
-                         % (cluster.name, token_id))
+        raise FleetError("%s: bootstrap token %s changed while it was being updated; try again"
+                         % (cluster.label, token_id))
     return _result("updated", token_id, secret, describe(manifest, now), before, reasons)
 
 
@@ -273,15 +273,15 @@ def _create(cluster, token_id, secret, want, check_mode):
                             query={"dryRun": "All"} if check_mode else None)
         except Conflict:
             if not generated:
-                raise FleetError("cluster '%s': bootstrap token %s was created by someone else meanwhile; run again"
-                                 % (cluster.name, token_id))
+                raise FleetError("%s: bootstrap token %s was created by someone else meanwhile; run again"
+                                 % (cluster.label, token_id))
             continue
         info = describe(manifest, want["now"])
         if check_mode and generated:
             # Nothing was stored: a real run generates its own random token.
             return _result("created", None, None, dict(info, token_id=None, secret_name=None), None, [])
         return _result("created", token_id, secret if secret_given or not check_mode else None, info, None, [])
-    raise FleetError("cluster '%s': could not find a free bootstrap token id in %d attempts" % (cluster.name, CREATE_ATTEMPTS))
+    raise FleetError("%s: could not find a free bootstrap token id in %d attempts" % (cluster.label, CREATE_ATTEMPTS))
 
 
 def _result(action, token_id, secret, info, before, reasons):
@@ -365,8 +365,8 @@ def service_account_token(cluster, ttl_seconds, token=None, check_mode=False, no
         else:
             return {"action": "unchanged", "token": token, "expiration": _rfc3339(expiry), "reasons": [],
                     "summary": "%s: token unchanged" % ref}
-    missing = FleetError("cluster '%s': %s does not exist; create it with multicluster.fleet.hub_registration"
-                         " (engine ocm) first" % (cluster.name, ref))
+    missing = FleetError("%s: %s does not exist; create it with multicluster.fleet.hub_registration"
+                         " (engine ocm) first" % (cluster.label, ref))
     if check_mode:
         if resources.get(cluster, resources.SERVICE_ACCOUNT, OCM_BOOTSTRAP_SA, OCM_NAMESPACE) is None:
             raise missing
@@ -380,6 +380,6 @@ def service_account_token(cluster, ttl_seconds, token=None, check_mode=False, no
         raise missing
     status = (answer or {}).get("status") or {}
     if not status.get("token"):
-        raise FleetError("cluster '%s': the TokenRequest for %s returned no token" % (cluster.name, ref))
+        raise FleetError("%s: the TokenRequest for %s returned no token" % (cluster.label, ref))
     return {"action": "issued", "token": status["token"], "expiration": status.get("expirationTimestamp"),
             "reasons": reasons, "summary": "%s: token issued" % ref}

@@ -407,9 +407,9 @@ def ensure_work(hub, kind, desired, check_mode=False):
                 continue
             return resources.Outcome(kind, name, namespace, "created", None, created)
         if existing["metadata"].get("deletionTimestamp"):
-            raise FleetError("cluster '%s': %s is being deleted (finalizers: %s); wait until it is gone "
+            raise FleetError("%s: %s is being deleted (finalizers: %s); wait until it is gone "
                              "(state=absent with wait=true) and run again"
-                             % (hub.name, kind.ref(name, namespace), ", ".join(existing["metadata"].get("finalizers") or [])))
+                             % (hub.label, kind.ref(name, namespace), ", ".join(existing["metadata"].get("finalizers") or [])))
         if _current(existing, body):
             return resources.Outcome(kind, name, namespace, "unchanged", existing, existing)
         replacement = copy.deepcopy(existing)
@@ -425,8 +425,8 @@ def ensure_work(hub, kind, desired, check_mode=False):
         except Conflict:
             continue
         return resources.Outcome(kind, name, namespace, "updated", existing, updated)
-    raise FleetError("cluster '%s': %s kept changing while it was being updated (%d conflicts); try again"
-                     % (hub.name, kind.ref(name, namespace), resources.CONFLICT_RETRIES))
+    raise FleetError("%s: %s kept changing while it was being updated (%d conflicts); try again"
+                     % (hub.label, kind.ref(name, namespace), resources.CONFLICT_RETRIES))
 
 
 def _current(existing, body):

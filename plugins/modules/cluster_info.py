@@ -29,6 +29,16 @@ options:
     type: list
     elements: str
     default: []
+seealso:
+  - module: multicluster.fleet.cluster_join
+  - module: multicluster.fleet.cluster_register
+  - module: multicluster.fleet.csr_accept
+  - name: Karmada - Cluster Registration
+    description: The Cluster objects of Push and Pull members, as Karmada documents them.
+    link: https://karmada.io/docs/userguide/clustermanager/cluster-registration
+  - name: OCM - ManagedCluster
+    description: The ManagedCluster objects and their conditions, as OCM documents them.
+    link: https://open-cluster-management.io/docs/concepts/cluster-inventory/managedcluster/
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth

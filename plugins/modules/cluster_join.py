@@ -213,7 +213,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 def run(module):
     params = module.params
     hub = module.cluster()
-    member = module.cluster(params["member"], params["cluster_name"]) if params["member"] else None
+    member = module.cluster(params["member"], name=params["cluster_name"], role="member") if params["member"] else None
     if params["state"] == "present":
         return join(hub, member, params, module.check_mode, hide=module.no_log_values.add)
     return unjoin(hub, member, params, module.check_mode, warn=module.warn)

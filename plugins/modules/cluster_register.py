@@ -165,7 +165,7 @@ options:
         O(registration_driver=grpc).
     type: str
 extends_documentation_fragment:
-  - multicluster.fleet.auth
+  - multicluster.fleet.auth.member_connection
   - multicluster.fleet.auth.hub
   - multicluster.fleet.auth.hosting
   - multicluster.fleet.engine
@@ -193,6 +193,20 @@ notes:
     C(multicluster.fleet.agent_install).
 requirements:
   - cryptography
+seealso:
+  - module: multicluster.fleet.bootstrap_token
+  - module: multicluster.fleet.csr_accept
+  - module: multicluster.fleet.cluster_join
+  - module: multicluster.fleet.cluster_info
+  - name: Karmada - Cluster Registration
+    description: Push and Pull registration with C(karmadactl join) and C(karmadactl register).
+    link: https://karmada.io/docs/userguide/clustermanager/cluster-registration
+  - name: OCM - Register a cluster
+    description: C(clusteradm join) and C(clusteradm accept), as OCM documents them.
+    link: https://open-cluster-management.io/docs/getting-started/installation/register-a-cluster/
+  - name: kubeadm join - token-based discovery with CA pinning
+    description: How a joining cluster authenticates the hub through C(cluster-info) and the CA public key pin.
+    link: https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-join/
 """
 
 EXAMPLES = r"""
@@ -340,7 +354,7 @@ agent_namespace:
   sample: open-cluster-management-agent
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, ocm, register
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
@@ -352,13 +366,14 @@ OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert
 def run(module):
     params = module.params
     reg = register.Registration(**dict((name, params[name]) for name in OPTIONS))
-    hub = module.cluster(params["hub"], "hub") if params["hub"] else None
-    hosting = module.cluster(params["hosting"], "hosting") if params["hosting"] else None
+    hub = module.cluster(params["hub"], role="hub") if params["hub"] else None
+    hosting = module.cluster(params["hosting"], role="hosting") if params["hosting"] else None
     managed = None
     if hosting and reg.state == "present":
-        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"],
-                                                    params["context"], params["host"])
-    result = register.run(module.cluster(), hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
+        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
+                                                    params["host"], client.describe(params["cluster_name"]))
+    member = module.cluster(name=params["cluster_name"])
+    result = register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
     for warning in result.pop("warnings"):
         module.warn(warning)
     return result
@@ -387,7 +402,7 @@ def main():
         grpc_server=dict(type="str"),
         grpc_ca_pem=dict(type="str"),
         hub=cluster_argument_spec(),
-    ), cluster_label="member", required_if=[("state", "present", ("hub_apiserver", "token"))])
+    ), role="member", environment=False, required_if=[("state", "present", ("hub_apiserver", "token"))])
     module.run(run)
 
 

@@ -196,7 +196,7 @@ def run(module):
         manifests = [manifest for manifest, _origin in work.load_sources([params["src"]])]
     module.no_log_values.update(work.secret_values(objects.expand(manifests)))
     items = objects.prepare(manifests, params["namespace"])
-    cluster = module.cluster(label=params["context"] or params["host"] or "cluster")
+    cluster = module.cluster()
     if params["state"] == "present":
         conditions = [(c["type"], c["status"]) for c in params["wait_conditions"]]
         outcomes = objects.apply(cluster, items, module.check_mode, params["existing"], params["wait"], params["wait_timeout"],
@@ -209,6 +209,7 @@ def run(module):
 
 def main():
     module = FleetModule(
+        role="cluster",
         argument_spec=dict(
             objects=dict(type="list", elements="raw"),
             src=dict(type="path"),

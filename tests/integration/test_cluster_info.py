@@ -129,20 +129,20 @@ class TestBadInput:
 
     def test_missing_kubeconfig(self, tmp_path):
         self.fails({"kubeconfig": str(tmp_path / "absent.kubeconfig")},
-                   "cluster 'hub'", "kubeconfig file %s does not exist" % (tmp_path / "absent.kubeconfig"))
+                   "the hub: kubeconfig file %s does not exist" % (tmp_path / "absent.kubeconfig"))
 
     def test_unknown_context(self, hub):
-        self.fails(dict(hub, context="production"), "cluster 'hub'", "context 'production' not found", "available: hub")
+        self.fails(dict(hub, context="production"), "the hub: context 'production' not found", "available: hub")
 
     def test_unreachable_host(self, lab):
         port = closed_port()
         self.fails({"host": "https://127.0.0.1:%d" % port, "ca_cert": lab.clusters["hub"]["ca_cert"]},
-                   "cluster 'hub' (https://127.0.0.1:%d) is unreachable" % port, "Connection refused")
+                   "the hub (https://127.0.0.1:%d) is unreachable" % port, "Connection refused")
 
     def test_refused_credentials(self, lab):
         info = lab.clusters["hub"]
         result = self.fails({"host": info["server"], "ca_cert": info["ca_cert"], "api_key": "abcdef.0123456789abcdef"},
-                            "cluster 'hub' (%s) refused the credentials (401 Unauthorized)" % info["server"])
+                            "the hub (%s) refused the credentials (401 Unauthorized)" % info["server"])
         assert "0123456789abcdef" not in str(result)
 
     def test_wrong_ca(self, lab):
@@ -151,9 +151,9 @@ class TestBadInput:
         self.fails({"kubeconfig": info["kubeconfig"], "ca_cert": other_ca},
                    "cluster 'hub'", "is unreachable", "TLS verification failed")
 
-    def test_forbidden_by_rbac(self, hub):
+    def test_forbidden_by_rbac(self, lab, hub):
         self.fails(dict(hub, impersonate_user="nobody"),
-                   "cluster 'hub': GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 403",
+                   "cluster 'hub' (%s): GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 403" % lab.clusters["hub"]["server"],
                    'User "nobody" cannot list resource "clusters"', "RBAC")
 
     def test_terminating_namespace_is_not_called_an_rbac_problem(self, hub):

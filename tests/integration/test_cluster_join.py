@@ -268,7 +268,7 @@ class TestPushLifecycle:
         # The Ready=True from before the move counts until the controller has looked again.
         resources.wait_for_condition(hub, CLUSTER, EAST, condition_type="Ready", status="False", timeout=20)
         failed(run(args(EAST, api_endpoint=endpoint, wait=True, wait_timeout=2)),
-               "Cluster/cj-east on cluster 'hub' to have Ready=True",
+               "Cluster/cj-east on cluster 'hub' (%s) to have Ready=True" % lab.clusters["hub"]["server"],
                "ClusterNotReachable: cluster is not reachable", "reaches %s with the stored token" % endpoint)
         back = ok(run(args(EAST, wait=True)))
         assert changed_lines(back) == ["hub Cluster/cj-east: updated"]
@@ -325,7 +325,7 @@ class TestPushLifecycle:
                                      "spec": {"workload": {"manifests": []}}})
         resources.ensure(hub, CLUSTER, {"metadata": {"name": WEST, "finalizers": [karmada.CLUSTER_FINALIZER]}})
         stuck = failed(run(args(WEST, state="absent", wait_timeout=2)),
-                       "Cluster/cj-west to be deleted on cluster 'hub'", "finalizers: karmada.io/cluster-controller",
+                       "Cluster/cj-west to be deleted on cluster 'hub' (", "finalizers: karmada.io/cluster-controller",
                        "force=true")
         assert resources.get(hub, CLUSTER, WEST)["metadata"]["deletionTimestamp"] and stuck["rc"] == 1
         assert resources.get(connection(lab, "member2"), SERVICE_ACCOUNT, "karmada-cj-west", NS) is not None

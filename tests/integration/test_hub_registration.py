@@ -189,11 +189,14 @@ def test_cluster_info_created_signed_reported_and_updated(lab, tmp_path):
     (dict(engine="ocm", csr_auto_approval=True), "csr_auto_approval applies to Karmada only"),
     (dict(engine="karmada", hub_ca_cert="/nonexistent/ca.crt"), "cannot read hub_ca_cert /nonexistent/ca.crt"),
     (dict(engine="karmada", hub_ca_cert=__file__), "no PEM certificate found"),
-    (dict(engine="karmada", impersonate_user="nobody"), 'cluster \'hub\': GET /api/v1/namespaces/kube-public/configmaps/cluster-info failed: 403'),
+    (dict(engine="karmada", impersonate_user="nobody"),
+     "): GET /api/v1/namespaces/kube-public/configmaps/cluster-info failed: 403"),
 ])
-def test_errors(hub, args, fragment):
+def test_errors(lab, hub, args, fragment):
     result = run_module("hub_registration", dict(hub, **args))
     assert result["rc"] == 1 and fragment in result["msg"], result["msg"]
+    if "403" in fragment:
+        assert result["msg"].startswith("cluster 'hub' (%s): " % lab.clusters["hub"]["server"]), result["msg"]
     assert "Traceback" not in result["msg"]
 
 

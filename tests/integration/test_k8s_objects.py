@@ -143,7 +143,7 @@ class TestFailures:
         assert "Service (apiVersion v1) is not a kind this collection knows; known kinds:" in result["msg"]
         assert resources.get(client.get_cluster(member, "member1"), resources.NAMESPACE, NS) is None
 
-    def test_deployment_that_never_runs_times_out_clearly(self, member):
+    def test_deployment_that_never_runs_times_out_clearly(self, lab, member):
         """No simulated deployment controller here: the Deployment never becomes Available."""
         objects = [BUNDLE[0], BUNDLE[4]]
         try:
@@ -151,7 +151,8 @@ class TestFailures:
                                                     wait=True, wait_timeout=3))
             assert result["rc"] == 1
             assert result["msg"].startswith("timed out after 3s waiting for Deployment/k8s-objects-test/op on cluster "
-                                            "'member1' to be Available; last seen: the deployment controller has not yet seen")
+                                            "'member1' (%s) to be Available; last seen: the deployment controller has not "
+                                            "yet seen" % lab.clusters["member1"]["server"])
         finally:
             ok(run_module("k8s_objects", dict(member, objects=copy.deepcopy(objects), namespace=NS, state="absent", wait=True)))
 

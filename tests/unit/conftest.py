@@ -19,13 +19,18 @@ class FakeCluster:
     fail with 409; ``dry_run`` requests never store anything.
     """
 
-    def __init__(self, name="hub"):
+    def __init__(self, name="hub", role=None):
         self.name = name
+        self.role = role or name
         self.server = "https://fake"
         self.objects = {}
         self.calls = []
         self.conflicts = 0
         self._versions = itertools.count(1)
+
+    @property
+    def label(self):
+        return "cluster '%s' (%s)" % (self.name, self.server)
 
     def add(self, kind, obj):
         meta = obj["metadata"]

@@ -54,6 +54,7 @@ class Hub:
     def __init__(self, fake):
         self.fake = fake
         self.name = fake.name
+        self.label = fake.label
         self.conflicts = 0
 
     def add(self, kind, obj):
@@ -161,7 +162,7 @@ class TestOcm:
     def test_no_csr_yet(self, hub):
         managed_cluster(hub)
         error = failure(lambda: accept.accept(hub, "ocm", ["east"]))
-        assert error.msg == "cluster 'hub': not accepted: east (no pending CSR from its agent yet)"
+        assert error.msg == "cluster 'hub' (https://fake): not accepted: east (no pending CSR from its agent yet)"
         assert error.details["changed"] is False and hub.writes() == []
 
     def test_addon_and_other_clusters_csrs_are_left_alone(self, hub):
@@ -322,7 +323,7 @@ class TestWait:
         hub.add(CSR, ocm_csr("west-bad", cluster="west", user="mallory"))
         with pytest.raises(WaitTimeout) as info:
             accept.accept(hub, "ocm", ["east", "west"], wait=True, timeout=0.05)
-        assert info.value.msg.startswith("cluster 'hub': timed out after 0.05s waiting for the agent CSRs of west: west: "
+        assert info.value.msg.startswith("cluster 'hub' (https://fake): timed out after 0.05s waiting for the agent CSRs of west: west: "
                                          "no acceptable CSR; refused: west-bad (requester mallory")
         assert info.value.details["waiting"] == ["west"] and hub.writes() == []
 
@@ -405,7 +406,7 @@ class TestReregistration:
         assert info.value.msg.endswith("east: no new CSR from its agent yet (approved before: east-0ld11)")
         assert info.value.details["waiting"] == ["east"]
         error = failure(lambda: accept.accept(hub, "karmada", ["east"], expect_new_csr=True))
-        assert error.msg == "cluster 'hub': not accepted: east (no new CSR from its agent yet (approved before: east-0ld11))"
+        assert error.msg == "cluster 'hub' (https://fake): not accepted: east (no new CSR from its agent yet (approved before: east-0ld11))"
         assert error.details["changed"] is False and hub.writes() == []
 
     def test_without_expect_new_csr_the_earlier_csr_ends_the_wait(self, hub, monkeypatch):

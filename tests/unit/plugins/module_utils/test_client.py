@@ -33,27 +33,27 @@ def kubeconfig_file(tmp_path):
 class TestBuildConfiguration:
     def test_missing_kubeconfig_file(self, tmp_path):
         with pytest.raises(FleetError, match=r"cluster 'hub': kubeconfig file .*/nope does not exist"):
-            client.build_configuration({"kubeconfig": str(tmp_path / "nope")}, "hub")
+            client.build_configuration({"kubeconfig": str(tmp_path / "nope")}, "cluster 'hub'")
 
     def test_unknown_context_lists_the_known_ones(self, kubeconfig_file):
         with pytest.raises(FleetError) as info:
-            client.build_configuration({"kubeconfig": kubeconfig_file, "context": "prod"}, "member7")
+            client.build_configuration({"kubeconfig": kubeconfig_file, "context": "prod"}, "cluster 'member7'")
         assert "cluster 'member7': context 'prod' not found" in info.value.msg
         assert "available: admin, other" in info.value.msg
 
     def test_no_current_context(self):
         data = kubeconfig(current=None)
         with pytest.raises(FleetError, match="has no current-context; set context"):
-            client.build_configuration({"kubeconfig": data}, "hub")
+            client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
 
     def test_not_a_kubeconfig(self, tmp_path):
         path = tmp_path / "config"
         path.write_text("- just\n- a list\n")
         with pytest.raises(FleetError, match="is not a kubeconfig"):
-            client.build_configuration({"kubeconfig": str(path)}, "hub")
+            client.build_configuration({"kubeconfig": str(path)}, "cluster 'hub'")
 
     def test_context_and_server_from_kubeconfig(self, kubeconfig_file):
-        config = client.build_configuration({"kubeconfig": kubeconfig_file, "context": "other"}, "hub")
+        config = client.build_configuration({"kubeconfig": kubeconfig_file, "context": "other"}, "cluster 'hub'")
         assert config.host == "https://127.0.0.1:6443"
         assert config.get_api_key_with_prefix("BearerToken", alias="authorization") == "Bearer t0ken-value"
 
@@ -67,17 +67,17 @@ class TestBuildConfiguration:
         assert config.ssl_ca_cert == str(ca) and config.verify_ssl is True
 
     def test_host_and_token_without_kubeconfig(self):
-        config = client.build_configuration({"host": "https://h:6443", "api_key": "abc"}, "hub")
+        config = client.build_configuration({"host": "https://h:6443", "api_key": "abc"}, "cluster 'hub'")
         assert config.host == "https://h:6443"
 
     def test_context_without_kubeconfig_or_default(self, monkeypatch, tmp_path):
         monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
         with pytest.raises(FleetError, match="no kubeconfig or host given, and no default kubeconfig"):
-            client.build_configuration({}, "hub")
+            client.build_configuration({}, "cluster 'hub'")
 
     def test_missing_ca_file(self):
         with pytest.raises(FleetError, match="ca_cert file /no/such/ca does not exist"):
-            client.build_configuration({"host": "https://h", "ca_cert": "/no/such/ca"}, "hub")
+            client.build_configuration({"host": "https://h", "ca_cert": "/no/such/ca"}, "cluster 'hub'")
 
 
 class FakeResponse:
@@ -98,7 +98,7 @@ class FakePool:
 
 def cluster_answering(status, body=None, **auth):
     auth.setdefault("host", "https://h:6443")
-    cluster = client.Cluster("hub", client.build_configuration(auth, "hub"))
+    cluster = client.Cluster("hub", client.build_configuration(auth, "cluster 'hub'"))
     cluster._pool = FakePool(status, body)
     return cluster
 
@@ -189,7 +189,7 @@ class TestKubeconfigCredentials:
                                     "tokenFile": "token"}
         path = tmp_path / "config"
         path.write_text(yaml.safe_dump(data))
-        config = client.build_configuration({"kubeconfig": str(path)}, "hub")
+        config = client.build_configuration({"kubeconfig": str(path)}, "cluster 'hub'")
         assert (config.host, config.verify_ssl, config.proxy) == ("https://h:6443", True, None)
         assert (config.ssl_ca_cert, config.cert_file, config.key_file) == tuple(
             str(tmp_path / "pki" / name) for name in ("ca.crt", "client.crt", "client.key"))
@@ -202,7 +202,7 @@ class TestKubeconfigCredentials:
         data["clusters"][0]["cluster"] = {"server": "https://h:6443", "certificate-authority-data": b64("CA PEM"),
                                           "proxy-url": "http://proxy:3128", "tls-server-name": "api.internal"}
         data["users"][0]["user"] = {"client-certificate-data": b64("CERT"), "client-key-data": b64("KEY")}
-        config = client.build_configuration({"kubeconfig": data}, "hub")
+        config = client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
         for attribute, content in (("ssl_ca_cert", "CA PEM"), ("cert_file", "CERT"), ("key_file", "KEY")):
             path = getattr(config, attribute)
             assert open(path).read() == content and os.stat(path).st_mode & 0o077 == 0
@@ -215,12 +215,12 @@ class TestKubeconfigCredentials:
     def test_insecure_and_basic_auth(self, without_kubernetes):
         data = kubeconfig()
         data["users"][0]["user"] = {"username": "admin", "password": "secret"}
-        config = client.build_configuration({"kubeconfig": data}, "hub")
+        config = client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
         assert config.verify_ssl is False and client.Cluster("hub", config).verifies_tls is False
         assert config.get_api_key_with_prefix("BearerToken", alias="authorization") == "Basic " + b64("admin:secret")
 
     def test_validate_certs_overrides_insecure(self):
-        config = client.build_configuration({"kubeconfig": kubeconfig(), "validate_certs": True}, "hub")
+        config = client.build_configuration({"kubeconfig": kubeconfig(), "validate_certs": True}, "cluster 'hub'")
         assert config.verify_ssl is True
 
     @pytest.mark.parametrize("change, message", [
@@ -235,13 +235,13 @@ class TestKubeconfigCredentials:
         data = kubeconfig()
         change(data)
         with pytest.raises(FleetError) as info:
-            client.build_configuration({"kubeconfig": data}, "hub")
+            client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
         assert info.value.msg == message
 
     def test_host_overrides_a_kubeconfig_without_server(self):
         data = kubeconfig()
         data["clusters"][0]["cluster"].pop("server")
-        assert client.build_configuration({"kubeconfig": data, "host": "https://x:1"}, "hub").host == "https://x:1"
+        assert client.build_configuration({"kubeconfig": data, "host": "https://x:1"}, "cluster 'hub'").host == "https://x:1"
 
 
 class TestPluginUsers:
@@ -258,17 +258,17 @@ class TestPluginUsers:
         return data
 
     def test_exec_plugin_token(self, tmp_path):
-        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "hub")
+        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "cluster 'hub'")
         assert config.host == "https://127.0.0.1:6443" and config.verify_ssl is False
         assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer exec-token"
 
     def test_api_key_overrides_the_plugin(self, tmp_path):
-        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path), "api_key": "mine"}, "hub")
+        config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path), "api_key": "mine"}, "cluster 'hub'")
         assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer mine"
 
     def test_without_the_kubernetes_library(self, tmp_path, without_kubernetes):
         with pytest.raises(FleetError) as info:
-            client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "hub")
+            client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "cluster 'hub'")
         assert info.value.msg.startswith("cluster 'hub': the kubeconfig given as a dict, context 'admin', is not usable: "
                                          "user 'u' authenticates with exec, which needs the kubernetes Python library")
 
@@ -280,3 +280,52 @@ class TestPluginUsers:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         output = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
         assert output.strip() == "[]"
+
+
+HUB_ENVIRONMENT = {"K8S_AUTH_HOST": "https://hub:6443", "K8S_AUTH_API_KEY": "hub-token", "K8S_AUTH_VERIFY_SSL": "false",
+                   "K8S_AUTH_SSL_CA_CERT": "/etc/hub-ca.pem", "K8S_AUTH_IMPERSONATE_GROUPS": "a, b"}
+
+
+class TestCredentialRule:
+    """The K8S_AUTH_* environment supplies a whole connection or nothing of it."""
+
+    @pytest.mark.parametrize("naming", [{"kubeconfig": "/etc/member1.kubeconfig"}, {"context": "member1"},
+                                        {"host": "https://member1:6443"}, {"kubeconfig": {"clusters": []}}])
+    def test_a_task_that_names_a_cluster_reads_no_variable(self, naming):
+        assert client.connection_options(dict(naming, api_key=None), environ=HUB_ENVIRONMENT) == naming
+
+    def test_a_task_that_names_no_cluster_takes_every_variable(self):
+        assert client.connection_options({"kubeconfig": None, "context": ""}, environ=HUB_ENVIRONMENT) == {
+            "host": "https://hub:6443", "api_key": "hub-token", "validate_certs": False, "ca_cert": "/etc/hub-ca.pem",
+            "impersonate_groups": ["a", "b"]}
+
+    def test_options_the_task_gives_win_over_the_environment(self):
+        options = client.connection_options({"impersonate_user": "alice", "validate_certs": True}, environ=HUB_ENVIRONMENT)
+        assert options["impersonate_user"] == "alice" and options["validate_certs"] is True
+        assert options["host"] == "https://hub:6443"
+
+    def test_member_connections_never_read_the_environment(self):
+        assert client.connection_options({}, environment=False, environ=HUB_ENVIRONMENT) == {}
+
+    def test_first_variable_of_an_option_wins_and_paths_expand(self):
+        found = client.from_environment({"K8S_AUTH_VALIDATE_CERTS": "yes", "K8S_AUTH_VERIFY_SSL": "false",
+                                         "K8S_AUTH_KUBECONFIG": "~/fleet.kubeconfig", "K8S_AUTH_CONTEXT": ""})
+        assert found == {"validate_certs": True, "kubeconfig": os.path.expanduser("~/fleet.kubeconfig")}
+
+
+class TestNaming:
+    def test_a_cluster_is_named_by_its_name_else_its_context_else_its_role(self, kubeconfig_file):
+        named = client.get_cluster({"kubeconfig": kubeconfig_file}, "member7", "member")
+        assert named.label == "cluster 'member7' (https://127.0.0.1:6443)"
+        by_context = client.get_cluster({"kubeconfig": kubeconfig_file, "context": "other"}, role="hub")
+        assert by_context.label == "cluster 'other' (https://127.0.0.1:6443)"
+        by_current_context = client.get_cluster({"kubeconfig": kubeconfig_file}, role="hub")
+        assert by_current_context.label == "cluster 'admin' (https://127.0.0.1:6443)"
+        by_role = client.get_cluster({"host": "https://10.0.0.7:6443"}, role="hub")
+        assert by_role.label == "the hub (https://10.0.0.7:6443)"
+
+    def test_errors_before_the_server_is_known_name_the_cluster(self, tmp_path):
+        with pytest.raises(FleetError, match=r"^cluster 'edge7': kubeconfig file .*/edge7 does not exist$"):
+            client.get_cluster({"kubeconfig": str(tmp_path / "edge7")}, "edge7", "member")
+        with pytest.raises(FleetError, match=r"^the hub: kubeconfig file .* is a directory, not a file$"):
+            client.get_cluster({"kubeconfig": str(tmp_path)}, role="hub")

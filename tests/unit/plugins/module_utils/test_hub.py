@@ -265,7 +265,7 @@ def test_a_binding_with_other_subjects_is_patched(fake_hub):
 
 def test_no_ca_known(fake_hub):
     fake_hub.ca_pem = None
-    with pytest.raises(FleetError, match="cluster 'hub': the hub connection has no CA certificate .*; set hub_ca_cert"):
+    with pytest.raises(FleetError, match=r"cluster 'hub' \(https://fake\): the hub connection has no CA certificate .*; set hub_ca_cert"):
         hub.ensure_registration(fake_hub, "karmada")
     with pytest.raises(FleetError, match="no PEM certificate"):
         hub.ensure_registration(fake_hub, "karmada", ca_pem="not a certificate")

@@ -30,7 +30,9 @@ class Server:
     def __init__(self, fake, name="hub"):
         self.fake = fake
         self.name = fake.name = name
+        self.role = fake.role = name if name in ("hub", "member") else "member"
         self.server = fake.server
+        self.label = fake.label
         self.objects = fake.objects
         self.calls = fake.calls
 

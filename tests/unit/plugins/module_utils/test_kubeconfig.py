@@ -49,7 +49,7 @@ def files(tmp_path):
 
 class TestFlatten:
     def test_current_context_with_files_relative_to_the_kubeconfig(self, files):
-        flat = kubeconfig.flatten(str(files), name="member")
+        flat = kubeconfig.flatten(str(files), who="cluster 'member'")
         assert flat["apiVersion"] == "v1" and flat["kind"] == "Config" and flat["current-context"] == "a"
         assert flat["clusters"] == [{"name": "cluster", "cluster": {"server": "https://one:6443/",
                                                                     "certificate-authority-data": b64("CA PEM")}}]
@@ -86,7 +86,7 @@ class TestFlatten:
     ])
     def test_plugin_credentials_are_refused(self, files, context, message):
         with pytest.raises(FleetError, match=message) as caught:
-            kubeconfig.flatten(str(files), context, "member")
+            kubeconfig.flatten(str(files), context, "cluster 'member'")
         assert caught.value.msg.startswith("cluster 'member': kubeconfig %s, context '%s', is not usable: " % (files, context))
 
     def test_unreadable_file(self, files):
@@ -122,7 +122,7 @@ class TestSelect:
     def test_missing_entries_name_the_cluster_and_the_kubeconfig(self, files, context, message):
         for function in (kubeconfig.flatten, kubeconfig.resolve):
             with pytest.raises(FleetError) as caught:
-                function(str(files), context, "member")
+                function(str(files), context, "cluster 'member'")
             assert caught.value.msg == message.format(path=files)
 
     def test_no_current_context(self, files):
@@ -130,11 +130,11 @@ class TestSelect:
         del config["current-context"]
         with pytest.raises(FleetError, match=r"^cluster 'hub': the kubeconfig given as a dict has no current-context; "
                                              r"set context \(one of: a, b, "):
-            kubeconfig.resolve(config, name="hub")
+            kubeconfig.resolve(config, who="cluster 'hub'")
 
     def test_missing_file(self, tmp_path):
         with pytest.raises(FleetError, match=r"^cluster 'x': kubeconfig file .*/nope does not exist$"):
-            kubeconfig.flatten(str(tmp_path / "nope"), name="x")
+            kubeconfig.flatten(str(tmp_path / "nope"), who="cluster 'x'")
 
     @pytest.mark.parametrize("text", ["", "- a\n- list\n"])
     def test_not_a_mapping(self, tmp_path, text):
@@ -146,7 +146,7 @@ class TestSelect:
     def test_invalid_yaml(self, tmp_path):
         path = tmp_path / "config"
         path.write_text("a: [")
-        with pytest.raises(FleetError, match="^cluster 'cluster': cannot read kubeconfig "):
+        with pytest.raises(FleetError, match="^the cluster: cannot read kubeconfig "):
             kubeconfig.resolve(str(path))
 
     def test_home_is_expanded(self, files, monkeypatch):

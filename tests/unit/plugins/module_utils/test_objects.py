@@ -142,7 +142,7 @@ class TestApply:
         stored["status"] = status
         with pytest.raises(WaitTimeout) as caught:
             objects.apply(cluster, prepared(DEPLOY), wait=True, timeout=0)
-        assert "Deployment/demo/op on cluster 'hub' to be Available" in caught.value.msg
+        assert "Deployment/demo/op on cluster 'hub' (https://fake) to be Available" in caught.value.msg
         assert caught.value.msg.endswith("last seen: " + detail)
 
     def test_wait_for_conditions_of_custom_resources(self, cluster, monkeypatch):
@@ -156,7 +156,7 @@ class TestApply:
             {"type": "HubRegistrationDegraded", "status": "True", "reason": "UnavailableRegistrationPod", "message": "1 of 1"}]}
         with pytest.raises(WaitTimeout) as caught:
             objects.apply(cluster, prepared(manager), wait=True, timeout=0, conditions=wanted)
-        assert "ClusterManager/cluster-manager on cluster 'hub' to have Applied=True, HubRegistrationDegraded=False" in caught.value.msg
+        assert "ClusterManager/cluster-manager on cluster 'hub' (https://fake) to have Applied=True, HubRegistrationDegraded=False" in caught.value.msg
         assert caught.value.msg.endswith("last seen: HubRegistrationDegraded=True (UnavailableRegistrationPod: 1 of 1)")
         stored["status"]["conditions"][1].update(status="False", reason="RegistrationFunctional")
         assert objects.apply(cluster, prepared(manager), wait=True, timeout=0, conditions=wanted)[0].action == "unchanged"
