@@ -23,9 +23,10 @@ description:
     A token given by id that has expired gets a new secret; one that only differs in its properties keeps it.
   - With O(token_type=service_account) (OCM only) the token is issued by a TokenRequest for the ServiceAccount
     C(open-cluster-management/agent-registration-bootstrap), as C(clusteradm get token) does by default.
-    A TokenRequest mints a new token each time and stores nothing, so each run reports a change unless the
-    token of an earlier run is passed as O(token) - then the API server checks it (TokenReview) and it is
-    returned unchanged while it is valid for that ServiceAccount and does not outlive O(ttl).
+    A TokenRequest stores nothing, so each run issues a token expiring O(ttl) from now and reports a change, unless
+    the token of an earlier run is passed as O(token) - then the API server checks it (TokenReview) and it is
+    returned unchanged while it is valid for that ServiceAccount and does not outlive O(ttl). Tokens issued within
+    the same second carry the same claims, so they can be the same string.
   - Returns the token, the hub URL and the CA pins members need, and the equivalent C(karmadactl register) or
     C(clusteradm join) command line. B(Put C(no_log) on the task), the result holds the token.
   - Run M(multicluster.fleet.hub_registration) first so that the token's groups may create CSRs.

@@ -5,7 +5,6 @@ certificates they get are issued by the hub's kube-controller-manager and used a
 """
 
 import base64
-import datetime
 import secrets
 import string
 import threading
@@ -232,7 +231,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
         assert yaml.safe_load(data["kubeconfig"])["users"] == [
             {"name": "default-auth", "user": {"client-certificate": "tls.crt", "client-key": "tls.key"}}]
 
-        # The certificate authenticates as the agent identity, in the groups of DESIGN.md 4.6.
+        # The certificate authenticates as the agent identity, in the groups of docs/architecture.md 4.6.
         agent = as_certificate(lab, tmp_path, "ocm-agent", data["tls.crt"], data["tls.key"])
         assert agent.request("GET", MANAGED_CLUSTER.path(name=name))["metadata"]["name"] == name  # group binding
         with pytest.raises(ClusterError) as refused:
@@ -274,7 +273,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
 
 
 def karmada_agent_rbac(name):
-    """The hub-side agent RBAC of DESIGN.md 4.4 (cluster_register creates it in production)."""
+    """The hub-side agent RBAC of docs/architecture.md 4.4 (cluster_register creates it in production)."""
     role = "system:karmada:%s:agent" % name
     rules = [
         {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["create", "get", "list", "watch", "delete", "update", "patch"]},
@@ -540,8 +539,7 @@ class TestRefusals:
 
     def test_wait_times_out_naming_the_cluster(self, hub_auth):
         name = "csr-sec-" + rand()
-        started = datetime.datetime.now()
         result = accept(hub_auth, "karmada", [name], wait=True, timeout=2)
-        assert result["rc"] == 1 and (datetime.datetime.now() - started).total_seconds() < 15
+        assert result["rc"] == 1
         assert "timed out after 2s waiting for the agent CSRs of %s: %s: no pending CSR from its agent yet" % (name, name) in result["msg"]
         assert result["waiting"] == [name]
