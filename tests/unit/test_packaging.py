@@ -1,0 +1,111 @@
+"""The collection artifact: ``ansible-galaxy collection build`` ships the collection's content and nothing else.
+
+The source tree (the files git tracks or would track) is copied to a temporary directory together with
+what test runs and tools leave behind in a checkout; the collection is built from that copy and the
+tarball's members are compared with an allow-list of top-level entries and with the source files.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Everything the artifact may hold at its top level. MANIFEST.json and FILES.json are written by
+# ansible-galaxy; the rest is content of this collection.
+ALLOWED_TOP_LEVEL = {
+    "MANIFEST.json", "FILES.json", "README.md", "requirements.txt",
+    "changelogs", "docs", "extensions", "meta", "playbooks", "plugins", "roles", "tests",
+}
+GENERATED_BY_BUILD = {"MANIFEST.json", "FILES.json"}
+
+# What test runs and tools write into a checkout: each must stay out of the artifact.
+GENERATED = {
+    ".pytest_cache/v/cache/nodeids": "[]",
+    "tests/unit/.pytest_cache/v/cache/lastfailed": "{}",
+    "plugins/module_utils/__pycache__/client.cpython-311.pyc": "",
+    "tests/unit/__pycache__/test_packaging.cpython-311-pytest-8.0.0.pyc": "",
+    "plugins/modules/cluster_info.pyc": "",
+    ".ansible/collections/ansible_collections/.keep": "",
+    "extensions/molecule/karmada/.ansible/roles/.keep": "",
+    "tests/output/collections/ansible_collections/multicluster/.keep": "",
+    "tests/output/.tmp/sanity/result.json": "{}",
+    ".tox/py311/pyvenv.cfg": "",
+    ".mypy_cache/3.11/cache.db": "",
+    ".ruff_cache/CACHEDIR.TAG": "",
+    ".cache/ansible-compat/config.json": "{}",
+    ".benchmarks/Linux-CPython-3.11-64bit/0001_run.json": "{}",
+    "changelogs/.plugin-cache.yaml": "",
+    "lab/hub/etcd/member/wal/0.wal": "",
+    "lab/inventory.yml": "",
+    "multicluster-fleet-0.0.1.tar.gz": "",
+    "tests/output/multicluster-fleet-0.0.1.tar.gz": "",
+}
+
+
+def _source_files():
+    """The collection's source files: tracked, or new and not ignored (what the next commit holds)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode("utf-8")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.fail("this test reads the source files from git, in a git checkout with git installed: %s" % exc)
+    return sorted(p for p in set(listed.split("\0")) if p and os.path.isfile(os.path.join(ROOT, p)))
+
+
+def _ansible_galaxy():
+    beside_python = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
+    return beside_python if os.path.exists(beside_python) else shutil.which("ansible-galaxy")
+
+
+def _is_hidden(path):
+    return any(part.startswith(".") for part in path.split("/"))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """``(source files, tarball member names)`` of the collection built from a copy with generated files."""
+    source = tmp_path_factory.mktemp("source")
+    output = tmp_path_factory.mktemp("output")
+    files = _source_files()
+    for path in files:
+        target = source / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, path), str(target))
+    for path, content in GENERATED.items():
+        target = source / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    galaxy = _ansible_galaxy()
+    assert galaxy, "ansible-galaxy not found beside %s or on PATH" % sys.executable
+    done = subprocess.run([galaxy, "collection", "build", "--output-path", str(output), str(source)],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert done.returncode == 0, done.stdout
+    tarballs = sorted(output.glob("multicluster-fleet-*.tar.gz"))
+    assert len(tarballs) == 1, "expected one collection artifact in %s, found %s" % (output, tarballs)
+    with tarfile.open(str(tarballs[0])) as tarball:
+        members = {m.name for m in tarball.getmembers() if m.isfile()}
+    return files, members
+
+
+def test_only_allowed_top_level_entries(built):
+    members = built[1]
+    assert sorted(m for m in members if m.split("/")[0] not in ALLOWED_TOP_LEVEL) == []
+
+
+def test_nothing_generated_is_shipped(built):
+    files, members = built
+    unexpected = members - set(files) - GENERATED_BY_BUILD
+    assert sorted(unexpected) == [], "files in the artifact that are not collection sources"
+    assert sorted(m for m in members if _is_hidden(m)) == []
+
+
+def test_every_source_file_under_an_allowed_entry_is_shipped(built):
+    files, members = built
+    content = {f for f in files if f.split("/")[0] in ALLOWED_TOP_LEVEL and not _is_hidden(f)}
+    assert sorted(content - members) == [], "collection sources missing from the artifact"
+    assert GENERATED_BY_BUILD <= members
