@@ -76,6 +76,13 @@ CRDS = (
     "manifestworks.work.open-cluster-management.io",
     "clustermanagers.operator.open-cluster-management.io",
     "klusterlets.operator.open-cluster-management.io",
+    "managedclustersets.cluster.open-cluster-management.io",
+    "managedclustersetbindings.cluster.open-cluster-management.io",
+    "placements.cluster.open-cluster-management.io",
+    "placementdecisions.cluster.open-cluster-management.io",
+    "clustermanagementaddons.addon.open-cluster-management.io",
+    "managedclusteraddons.addon.open-cluster-management.io",
+    "addondeploymentconfigs.addon.open-cluster-management.io",
 )
 # Processes of one cluster in start order; they are stopped in reverse order.
 PROCESSES = ("etcd", "kube-apiserver", "kube-controller-manager")
@@ -736,6 +743,18 @@ class Lab:
                 say(f"{proc} pid {pid} ignored SIGTERM for {grace}s; killing it")
                 _signal(pid, signal.SIGKILL)
         wait_for(lambda: not any(self._alive(p) for p in pids), 10, f"{proc} processes to exit")
+
+    def stop_apiserver(self, name, grace=10):
+        """Stop the kube-apiserver of cluster ``name``; its etcd (with the data) and controller manager keep running."""
+        pid = self.clusters[name]["pids"].pop("kube-apiserver", None)
+        self._stop("kube-apiserver", [pid] if pid and self._alive(pid) else [], grace)
+        self._save()
+
+    def start_apiserver(self, name, timeout=DEFAULT_TIMEOUT):
+        """Start the kube-apiserver of cluster ``name`` again (same port, PKI and data); return once it is ready."""
+        self._spawn(name, "kube-apiserver", self._command(name, "kube-apiserver", find_binaries(), find_etcd()))
+        api = ApiClient.for_cluster(self.clusters[name])
+        wait_for(lambda: api.get("/readyz") == "ok", timeout, f"{name}: kube-apiserver ready again")
 
     def status(self):
         """Return ``{name: (answers, detail)}``; detail is the resident memory or the error."""
