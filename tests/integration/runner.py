@@ -7,12 +7,15 @@ check and diff mode as internal arguments), in a fresh Python process, and retur
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 import yaml
 
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)\s+rescued=(\d+)",
+                   re.MULTILINE)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLECTIONS = os.path.join(ROOT, "tests", "output", "collections")
 
@@ -37,8 +40,9 @@ def run_module(name, args, check_mode=False, diff=False, env=None):
     return result
 
 
-def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, diff=False):
-    """Run the plays (a list, written to a temporary playbook) with ansible-playbook (``--check``, ``--diff``)."""
+def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, diff=False, limit=None):
+    """Run the plays (a list, written to a temporary playbook) with ansible-playbook (``--check``, ``--diff``,
+    ``--limit``)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "play.yml")
         with open(path, "w") as handle:
@@ -52,7 +56,32 @@ def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, 
             command.append("--check")
         if diff:
             command.append("--diff")
+        if limit:
+            command += ["--limit", limit]
         environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
                            ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
                            **(env or {}))
         return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+
+
+def recap_of(stdout):
+    """The PLAY RECAP of an ansible-playbook run: {host: {ok, changed, unreachable, failed, skipped, rescued}}."""
+    return dict((m[0], dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued"), map(int, m[1:]))))
+                for m in RECAP.findall(stdout))
+
+
+def summary(stdout):
+    """The last fleet summary table a playbook printed, as {name: {column: value}} (RESULT with its reason)."""
+    block = stdout[stdout.rindex("TASK [Print the fleet summary]"):]
+    lines = re.findall(r'^\s+"(.*)",?$', block[:block.index("\n}")], re.MULTILINE)
+    header = re.split(r"\s{2,}", lines[0])
+    rows = [re.split(r"\s{2,}", line, maxsplit=len(header) - 1) for line in lines[1:]]
+    return dict((row[0], dict(zip(header, row))) for row in rows)
+
+
+def failures(stdout, after="PLAY [Summarize the fleet]"):
+    """{host: message} of the hosts a playbook run failed, from the first line ``after`` on (the summary play)."""
+    found = {}
+    for host, result in re.findall(r"^fatal: \[(\S+)\]: FAILED! => (\{.*\})$", stdout[stdout.find(after):], re.MULTILINE):
+        found[host] = json.loads(result).get("msg")
+    return found

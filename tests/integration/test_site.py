@@ -7,6 +7,7 @@ and detach.yml on the registered fleet (it would remove). The lab's simulations 
 agents and hub controllers (tests/lab/simulate.py).
 """
 
+import base64
 import json
 import os
 import re
@@ -14,12 +15,10 @@ import re
 import pytest
 import yaml
 
-from runner import ROOT, run_playbook
+from runner import ROOT, failures, recap_of, run_playbook, summary
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)\s+rescued=(\d+)",
-                   re.MULTILINE)
 # Objects the lab's simulations of the engines' own controllers create and keep, not the playbooks:
 # the ClusterRoles OCM's cluster-manager installs for its per-cluster RoleBindings.
 SIMULATION_OWNED = {"ClusterRole/open-cluster-management:managedcluster:registration",
@@ -98,12 +97,10 @@ def write_inventory(lab, tmp_path, engine, broken=False):
     return str(path)
 
 
-def play(name, inventory, check=False, diff=False, **extra_vars):
+def play(name, inventory, check=False, diff=False, limit=None, **extra_vars):
     done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", name)}], inventory=inventory,
-                        extra_vars=extra_vars or None, check=check, diff=diff)
-    recap = dict((m[0], dict(zip(("ok", "changed", "unreachable", "failed", "skipped", "rescued"), map(int, m[1:]))))
-                 for m in RECAP.findall(done.stdout))
-    return done, recap
+                        extra_vars=extra_vars or None, check=check, diff=diff, limit=limit)
+    return done, recap_of(done.stdout)
 
 
 def check_play(lab, name, inventory, diff=False, **extra_vars):
@@ -119,17 +116,69 @@ def check_play(lab, name, inventory, diff=False, **extra_vars):
     return done, recap
 
 
-def summary(stdout):
-    """The fleet summary table site.yml prints, as {name: (engine, mode, version, ready, result)}."""
-    block = stdout[stdout.index("TASK [Print the fleet summary]"):]
-    rows = re.findall(r'^\s+"(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)",?$', block, re.MULTILINE)
-    return dict((r[0], r[1:]) for r in rows if r[0] != "NAME")
+def admin_token(api, name="fleet-test-admin"):
+    """A ServiceAccount token that may do everything on a lab cluster (``kube-system/<name>``, cluster-admin)."""
+    rbac = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+    if not api.exists("/api/v1/namespaces/kube-system/serviceaccounts/" + name):
+        api.post("/api/v1/namespaces/kube-system/serviceaccounts", {"metadata": {"name": name}})
+    if not api.exists(rbac + "/" + name):
+        api.post(rbac, {"metadata": {"name": name},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+                        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}]})
+
+    def issued():
+        secrets = api.get("/api/v1/namespaces/kube-system/secrets")["items"]
+        tokens = [s["data"]["token"] for s in secrets if s.get("type") == "kubernetes.io/service-account-token"
+                  and s["metadata"]["annotations"].get("kubernetes.io/service-account.name") == name
+                  and (s.get("data") or {}).get("token")]
+        return tokens[0] if tokens else None
+    return base64.b64decode(fleet_lab.wait_for(issued, 30, "the token of ServiceAccount kube-system/" + name)).decode()
+
+
+def token_inventory(lab, directory, engine):
+    """The lab's inventory with every cluster - hub and members - given by host, api_key and ca_cert only."""
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["all"]["vars"]["fleet_engine"] = engine
+    for group in ("hub", "members"):
+        for host, variables in inventory["all"]["children"][group]["hosts"].items():
+            info = lab.clusters[variables["cluster_name"]]
+            for option in ("kubeconfig", "context"):
+                variables.pop(option)
+            variables.update(host=info["server"], ca_cert=info["ca_cert"], api_key=admin_token(lab.api(variables["cluster_name"])))
+    path = directory / ("%s-tokens.yml" % engine)
+    path.write_text(yaml.safe_dump(inventory))
+    return str(path)
+
+
+def limited_run(inventory, **extra_vars):
+    """site.yml with --limit: the hub and member2, then member2 alone (the join token read from the hub)."""
+    done, recap = play("site.yml", inventory, limit="hub-cluster,member2", **extra_vars)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert set(recap) == {"hub-cluster", "member2"} and all(r["changed"] == 0 for r in recap.values()), recap
+    rows = summary(done.stdout)
+    assert rows["member1"]["RESULT"] == "-" and rows["member2"]["RESULT"] == "registered", rows
+    done, recap = play("site.yml", inventory, limit="member2", **extra_vars)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert set(recap) == {"member2"} and recap["member2"]["changed"] == 0, recap
+    assert summary(done.stdout)["member2"]["RESULT"] == "registered"
 
 
 @pytest.fixture(scope="module")
 def starting_state(lab, simulations):
-    """The lab before the playbooks ran (and, as each detach test checks, after)."""
-    return snapshot(lab)
+    """The lab before the playbooks ran (and, as each detach test checks, after), with the admin
+    ServiceAccounts the token inventories use on every cluster (made first, removed last)."""
+    for name in lab.clusters:
+        admin_token(lab.api(name))
+    yield snapshot(lab)
+    for name in lab.clusters:
+        lab.api(name).delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/fleet-test-admin")
+        lab.api(name).delete("/api/v1/namespaces/kube-system/serviceaccounts/fleet-test-admin")
+
+
+def row(stdout, name):
+    """RESULT and the kubectl columns of one member in the last summary."""
+    return summary(stdout)[name]
 
 
 class TestKarmada:
@@ -145,22 +194,28 @@ class TestKarmada:
         assert re.search(r"ok: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
         assert snapshot(lab) == starting_state
 
-    def test_site_registers_push_and_pull_members(self, lab, simulations, starting_state, tmp_path_factory):
-        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+    def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):
+        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig."""
+        inventory = token_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
         done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
         assert done.returncode == 0, done.stdout[-4000:]
         assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values())
         rows = summary(done.stdout)
-        assert rows["member1"] == ("karmada", "Push", "v1.20.2", "True", "registered")
-        assert rows["member2"] == ("karmada", "Pull", "v1.20.2", "True", "registered")
+        assert (rows["member1"]["VERSION"], rows["member1"]["MODE"], rows["member1"]["READY"], rows["member1"]["RESULT"]) == (
+            "v1.20.2", "Push", "True", "registered")
+        assert (rows["member2"]["MODE"], rows["member2"]["READY"], rows["member2"]["RESULT"]) == ("Pull", "True", "registered")
         hub = lab.api(lab.hub)
-        member2 = hub.get("/apis/cluster.karmada.io/v1alpha1/clusters/member2")
-        assert member2["spec"]["id"] == lab.clusters["member2"]["kube_system_uid"]
+        for member in ("member1", "member2"):
+            cluster = hub.get("/apis/cluster.karmada.io/v1alpha1/clusters/" + member)
+            assert cluster["spec"]["id"] == lab.clusters[member]["kube_system_uid"]
+            assert cluster["spec"]["apiEndpoint"] == lab.clusters[member]["server"]
         approvals = dict((c["metadata"]["name"], [s.get("reason") for s in c.get("status", {}).get("conditions", [])])
                          for c in hub.get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]
                          if c["metadata"]["name"].startswith("member2-"))
         assert ["MulticlusterFleetApproved"] in approvals.values(), approvals
         assert not hub.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:karmada:certificatesigningrequest:autoapprover")
+        again, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
 
     def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
@@ -168,37 +223,67 @@ class TestKarmada:
         assert all(r["changed"] == 0 for r in recap.values()), recap
         assert "+++ after" not in done.stdout, done.stdout[-4000:]
         rows = summary(done.stdout)
-        assert rows["member1"][-1] == rows["member2"][-1] == "registered"
+        assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
+
+    def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
+        limited_run(write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"), hub_init_csr_auto_approval=False)
 
     def test_second_run_changes_nothing_and_a_broken_member_fails_alone(self, lab, simulations, tmp_path_factory):
         directory = tmp_path_factory.mktemp("karmada")
         inventory = write_inventory(lab, directory, "karmada", broken=True)
-        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        report = directory / "fleet.md"
+        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False, fleet_report_path=str(report))
         assert done.returncode != 0
         assert all(r["changed"] == 0 for r in recap.values()), recap
-        assert recap["broken"]["rescued"] == 1 and recap["member1"]["failed"] == recap["member2"]["failed"] == 0
+        assert recap["broken"]["rescued"] == 1 and recap["broken"]["failed"] == 1
+        assert recap["member1"]["failed"] == recap["member2"]["failed"] == recap["hub-cluster"]["failed"] == 0
+        missing = "kubeconfig file %s does not exist" % (directory / "missing.kubeconfig")
         rows = summary(done.stdout)
-        assert rows["broken"][-1] == "failed"
-        assert rows["member1"][-1] == rows["member2"][-1] == "registered"
-        failure = re.search(r'fatal: \[hub-cluster\]: FAILED! => .*"msg": \[(.*)\]', done.stdout).group(1)
-        assert "broken: Join the member in Push mode: " in failure
-        assert "kubeconfig file %s does not exist" % (directory / "missing.kubeconfig") in failure
-        assert "member1" not in failure and "member2" not in failure
+        assert rows["broken"]["RESULT"].startswith("failed: cluster 'broken': kubeconfig file ")
+        assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
+        assert failures(done.stdout) == {"broken": "broken: Join the member in Push mode: cluster 'broken': " + missing}
+        text = report.read_text()
+        assert text.startswith("# Fleet registration\n\n| NAME | VERSION | MODE | READY | AGE | RESULT |\n")
+        assert re.search(r"^\| member2 \| v1\.20\.2 \| Pull \| True \| \S+ \| registered \|$", text, re.MULTILINE), text
+        assert "- **broken**: Join the member in Push mode: cluster 'broken': %s\n" % missing in text
+
+    def test_an_agent_that_never_comes_up_is_retried_visibly_and_named(self, lab, simulations, tmp_path_factory):
+        """member2's agent image cannot be pulled: the wait prints a retry line per step, the summary says why."""
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False, agent_install_wait_timeout=15,
+                           agent_install_wait_step=5, agent_install_karmada_image="unreachable.invalid/karmada/karmada-agent")
+        assert done.returncode != 0 and recap["member2"]["failed"] == 1 and recap["member1"]["failed"] == 0
+        assert len(re.findall(r"^FAILED - RETRYING: \[member2\]: (multicluster.fleet.agent_install : )?Deploy the karmada-agent of member2 "
+                              r"\(\d+ retries left\)",
+                              done.stdout, re.MULTILINE)) == 3, done.stdout[-4000:]
+        reason = "timed out after 5s waiting for Deployment/karmada-system/karmada-agent on cluster 'member2'"
+        assert row(done.stdout, "member2")["RESULT"].startswith("failed: " + reason[:52]), summary(done.stdout)
+        assert failures(done.stdout)["member2"].startswith(
+            "member2: Deploy the karmada-agent of member2 (3 attempts): " + reason), done.stdout[-3000:]
+        restored, _recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        assert restored.returncode == 0, restored.stdout[-4000:]
+        assert row(restored.stdout, "member2")["RESULT"] == "registered"
 
     def test_check_mode_detach_previews_and_removes_nothing(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
-        _done, recap = check_play(lab, "detach.yml", inventory)
+        done, recap = check_play(lab, "detach.yml", inventory)
         assert all(r["changed"] > 0 for r in recap.values()), recap
         hub = lab.api(lab.hub)
         for member in ("member1", "member2"):
             assert hub.exists("/apis/cluster.karmada.io/v1alpha1/clusters/" + member)
+        assert row(done.stdout, "member1")["RESULT"] == row(done.stdout, "member2")["RESULT"] == "detached"
 
     def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
-        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
-        done, recap = play("detach.yml", inventory)
+        directory = tmp_path_factory.mktemp("karmada")
+        inventory = write_inventory(lab, directory, "karmada")
+        done, recap = play("detach.yml", inventory, fleet_report_path=str(directory / "detach.md"))
         assert done.returncode == 0, done.stdout[-4000:]
         assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
         assert snapshot(lab) == starting_state
+        rows = summary(done.stdout)
+        assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "detached"
+        assert rows["member1"]["VERSION"] == "-"  # no longer on the hub
+        assert (directory / "detach.md").read_text().startswith("# Fleet detachment\n")
 
 
 class TestOcm:
@@ -208,20 +293,23 @@ class TestOcm:
         done, recap = check_play(lab, "site.yml", inventory)
         # It would install the cluster manager and the klusterlets ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
-        # ... but cannot preview the joins before the hub has a join token, and says so.
+        # ... but cannot preview the joins before the hub has a join token, and says so ...
         for member in ("member1", "member2"):
             assert re.search(r"ok: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \
                 done.stdout[-4000:]
-        # Nor accept them, whose klusterlets have not registered: it says so instead of failing to find their CSRs.
-        assert '"msg": "check mode: the acceptance of member1, member2 is not previewed' in done.stdout, done.stdout[-4000:]
+            # ... nor accept them, whose klusterlets have not registered: it says so instead of failing to find their CSRs.
+            assert '"msg": "check mode: the acceptance of %s is not previewed' % member in done.stdout, done.stdout[-4000:]
         assert snapshot(lab) == starting_state
 
-    def test_site_registers_and_accepts_both_members(self, lab, simulations, starting_state, tmp_path_factory):
-        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+    def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):
+        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig."""
+        inventory = token_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
         done, _recap = play("site.yml", inventory)
         assert done.returncode == 0, done.stdout[-4000:]
         rows = summary(done.stdout)
-        assert rows["member1"] == rows["member2"] == ("ocm", "Pull", "v1.20.2", "True", "registered")
+        for member in ("member1", "member2"):
+            assert [rows[member][c] for c in ("HUB ACCEPTED", "JOINED", "AVAILABLE", "RESULT")] == [
+                "True", "True", "True", "registered"], rows
         hub = lab.api(lab.hub)
         manager = hub.get("/apis/operator.open-cluster-management.io/v1/clustermanagers/cluster-manager")
         assert {c["type"]: c["status"] for c in manager["status"]["conditions"]}["Applied"] == "True"
@@ -230,6 +318,8 @@ class TestOcm:
             assert managed["spec"]["hubAcceptsClient"] is True
             klusterlet = lab.api(member).get("/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet")
             assert {c["type"]: c["status"] for c in klusterlet["status"]["conditions"]}["HubConnectionDegraded"] == "False"
+        again, recap = play("site.yml", inventory)
+        assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
 
     def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
@@ -237,7 +327,10 @@ class TestOcm:
         assert all(r["changed"] == 0 for r in recap.values()), recap
         assert "+++ after" not in done.stdout, done.stdout[-4000:]
         rows = summary(done.stdout)
-        assert rows["member1"] == rows["member2"] == ("ocm", "Pull", "v1.20.2", "True", "registered")
+        assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
+
+    def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
+        limited_run(write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"))
 
     def test_deploy_work_delivers_and_removes_a_workload(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
@@ -265,3 +358,5 @@ class TestOcm:
         assert done.returncode == 0, done.stdout[-4000:]
         assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
         assert snapshot(lab) == starting_state
+        rows = summary(done.stdout)
+        assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "detached"

@@ -14,6 +14,8 @@ Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:
 the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
 like a restarted pod; ``error`` holds the message. It does not report the member's credentials to the
 hub (the real agent's ``--report-secrets``): no Secrets under ``karmada-cluster``, no ``secretRef``.
+Like a pod whose image cannot be pulled, it does nothing while its Deployment's image comes from the
+lab's unpullable registry (``sim_operators.UNPULLABLE_REGISTRY``).
 
 Command line (until interrupted)::
 
@@ -26,6 +28,7 @@ import sys
 
 import lab
 from sim_base import AgentClient, Simulation, get_or_none, run_cli, set_condition
+from sim_operators import unpullable_images
 
 AGENT_NAMESPACE = "karmada-system"
 KUBECONFIG_SECRET = "karmada-kubeconfig"
@@ -65,6 +68,10 @@ class SimulatedKarmadaAgent(Simulation):
         kubeconfig = ((secret or {}).get("data") or {}).get(KUBECONFIG_SECRET)
         if not kubeconfig:
             self.status = f"waiting for Secret {AGENT_NAMESPACE}/{KUBECONFIG_SECRET}"
+            return
+        deployment = get_or_none(self.member, f"/apis/apps/v1/namespaces/{AGENT_NAMESPACE}/deployments/karmada-agent")
+        if deployment and unpullable_images(deployment):
+            self.status = "the karmada-agent image cannot be pulled (%s): the agent does not run" % unpullable_images(deployment)[0]
             return
         hub = AgentClient.from_kubeconfig(base64.b64decode(kubeconfig), f"{self.workdir}/hub")
         version = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"])

@@ -181,6 +181,31 @@ def template_hash(deployment):
     return "".join(SAFE_ALPHABET[b % len(SAFE_ALPHABET)] for b in digest[:10])
 
 
+# Registries the lab's kubelets cannot pull from: a Deployment with an image there never becomes available, as
+# on a real cluster whose nodes cannot reach the registry (ImagePullBackOff), so tests can make an agent that
+# never comes up.
+UNPULLABLE_REGISTRY = "unreachable.invalid"
+
+
+def unpullable_images(deployment):
+    """The images of a Deployment that no lab node can pull (registry ``UNPULLABLE_REGISTRY``)."""
+    template = ((deployment.get("spec") or {}).get("template") or {}).get("spec") or {}
+    return [c.get("image") for c in template.get("containers") or []
+            if (c.get("image") or "").split("/", 1)[0] == UNPULLABLE_REGISTRY]
+
+
+def stuck_status(deployment):
+    """The status the deployment controller writes while no replica can start (image pull failures)."""
+    replicas = (deployment.get("spec") or {}).get("replicas", 1)
+    current = deployment.get("status") or {}
+    conditions, _changed = set_condition(current.get("conditions"), "Available", "False", "MinimumReplicasUnavailable",
+                                         "Deployment does not have minimum availability.")
+    for condition in conditions:
+        condition.setdefault("lastUpdateTime", condition["lastTransitionTime"])
+    return {"observedGeneration": deployment["metadata"].get("generation", 1), "conditions": conditions,
+            "replicas": replicas, "updatedReplicas": replicas, "unavailableReplicas": replicas}
+
+
 def rolled_out_status(deployment):
     """The status the deployment controller and kubelets write once every replica runs."""
     name = deployment["metadata"]["name"]
@@ -199,7 +224,8 @@ def rolled_out_status(deployment):
 
 
 class DeploymentSimulation(ApiSimulation):
-    """Rolls out every Deployment of a cluster (or of ``namespaces``) as if its pods ran."""
+    """Rolls out every Deployment of a cluster (or of ``namespaces``) as if its pods ran; one whose image comes
+    from ``UNPULLABLE_REGISTRY`` stays unavailable, as if its pods could not pull it."""
 
     name = "deployments"
 
@@ -218,11 +244,12 @@ class DeploymentSimulation(ApiSimulation):
         if metadata.get("deletionTimestamp"):
             return
         current = deployment.get("status") or {}
-        desired = rolled_out_status(deployment)
+        desired = stuck_status(deployment) if unpullable_images(deployment) else rolled_out_status(deployment)
         if desired == current:
             return
         path = ns_path(metadata["namespace"], "deployments", metadata["name"], group="/apis/apps/v1")
-        self.patch_status(path, deployment, desired)
+        # A merge patch: counts the desired status leaves out (zero, as the controller omits them) are removed.
+        self.patch_status(path, deployment, dict(desired, **dict((key, None) for key in current if key not in desired)))
 
 
 # --- shared operator behaviour --------------------------------------------------------------------

@@ -1,0 +1,184 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters the playbooks use to read the inventory and summarize the fleet.
+
+``connection`` turns a host's inventory variables into the authentication options of its cluster;
+``fleet_members``, ``fleet_report``, ``fleet_table`` and ``fleet_markdown`` make the summary at the
+end of site.yml and detach.yml. Their documentation is in the ``<name>.yml`` files next to this one.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import AUTH_OPTIONS
+
+REASON_WIDTH = 60
+COLUMNS = {
+    "karmada": (("NAME", "name"), ("VERSION", "version"), ("MODE", "mode"), ("READY", "ready"), ("AGE", "age")),
+    "ocm": (("NAME", "name"), ("HUB ACCEPTED", "accepted"), ("JOINED", "joined"), ("AVAILABLE", "ready"),
+            ("AGE", "age")),
+}
+ACTIONS = {"register": "registered", "detach": "detached"}
+
+
+def _given(value):
+    return value is not None and value != "" and value != [] and value != {}
+
+
+def connection(variables, kubeconfig=None, context=None):
+    """The authentication options of a cluster, from its inventory variables (a host's, or the fleet_hub dict).
+
+    Only the options that are set are returned, so the result can be passed as a module's connection
+    (``member: ...``, or ``module_defaults``). A cluster that names neither a kubeconfig nor a host
+    uses ``kubeconfig`` (the fleet's multi-context kubeconfig, ``fleet_kubeconfig``) with its own
+    ``context``, else with ``context`` (a member's cluster name); without a context it stays unnamed
+    (the hub is then reached through the ``K8S_AUTH_*`` environment).
+    """
+    if not hasattr(variables, "get"):
+        raise AnsibleFilterError("connection expects a mapping of inventory variables, got %s" % type(variables).__name__)
+    found = dict((option, variables.get(option)) for option in AUTH_OPTIONS if _given(variables.get(option)))
+    wanted = found.get("context") or context
+    if _given(kubeconfig) and _given(wanted) and not found.get("kubeconfig") and not found.get("host"):
+        found.update(kubeconfig=kubeconfig, context=wanted)
+    return found
+
+
+def fleet_members(hosts, hostvars):
+    """The members of the inventory and what this run did with each (facts the member plays set).
+
+    ``ran`` is true for members this run's member play started (``fleet_started``); members left out
+    by ``--limit`` or another job slice did not run. ``failure`` is why the member failed (the message
+    ``fleet_failure``), ``failed_task`` the task that failed (``fleet_failed_task``); both ``''`` when
+    it succeeded or did not run.
+    """
+    members = []
+    for host in hosts or []:
+        facts = hostvars[host]
+        ran = bool(facts.get("fleet_started"))
+        failure, task = facts.get("fleet_failure") or "", facts.get("fleet_failed_task") or ""
+        if ran and not failure and not facts.get("fleet_done"):
+            failure = "did not finish (see the output above)"
+        members.append({"host": host, "name": facts.get("cluster_name") or host, "ran": ran, "failure": failure,
+                        "failed_task": task})
+    return members
+
+
+def _age(created, now):
+    """kubectl's AGE column (HumanDuration) for an RFC 3339 timestamp, '-' when unknown."""
+    if not created:
+        return "-"
+    try:
+        then = datetime.datetime.strptime(str(created), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        return "-"
+    seconds = max(int((now - then).total_seconds()), 0)
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if seconds < 120:
+        return "%ds" % seconds
+    if minutes < 10:
+        return "%dm%ds" % (minutes, seconds % 60) if seconds % 60 else "%dm" % minutes
+    if hours < 3:
+        return "%dm" % minutes
+    if hours < 8:
+        return "%dh%dm" % (hours, minutes % 60) if minutes % 60 else "%dh" % hours
+    if hours < 48:
+        return "%dh" % hours
+    if days < 8:
+        return "%dd%dh" % (days, hours % 24) if hours % 24 else "%dd" % days
+    if days < 365 * 2:
+        return "%dd" % days
+    return "%dy" % (days // 365)
+
+
+def _not_ready(cluster):
+    messages = [c.get("message") for c in cluster.get("conditions") or [] if c.get("message")]
+    return "not ready: %s" % ("; ".join(messages) or "no conditions reported")
+
+
+def fleet_report(members, clusters, engine, action="register", check_mode=False, now=None):
+    """The rows of the fleet summary: every member cluster on the hub and every member of this run.
+
+    A member of this run is ``failed`` (with its ``reason``) when its tasks failed or, after a
+    registration outside check mode, when the hub does not report it ready; otherwise ``registered``
+    or ``detached``. Clusters on the hub that were not in this run are listed as they are, result ``-``.
+    """
+    if action not in ACTIONS:
+        raise AnsibleFilterError("fleet_report: action must be one of %s, not %r" % (", ".join(ACTIONS), action))
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    found = dict((c["name"], c) for c in clusters or [])
+    ran = dict((m["name"], m) for m in members or [] if m.get("ran"))
+    rows = []
+    for name in sorted(set(found) | set(ran)):
+        cluster, member = found.get(name), ran.get(name)
+        row = {"name": name, "host": member["host"] if member else None, "engine": engine,
+               "mode": "-", "version": "-", "ready": "-", "accepted": "-", "joined": "-", "age": "-",
+               "result": "-", "reason": "", "failed_task": ""}
+        if cluster:
+            row.update(mode=cluster.get("mode") or "-", version=cluster.get("kubernetes_version") or "-",
+                       ready=cluster.get("ready"), age=_age(cluster.get("created"), now),
+                       accepted=cluster.get("accepted") if cluster.get("accepted") is not None else "-",
+                       joined=cluster.get("joined") if cluster.get("joined") is not None else "-")
+        if member:
+            reason = member.get("failure") or ""
+            if not reason and action == "register" and not check_mode:
+                reason = "not registered on the hub" if cluster is None else "" if cluster.get("ready") else _not_ready(cluster)
+            row.update(result="failed" if reason else ACTIONS[action], reason=reason,
+                       failed_task=member.get("failed_task") or "" if reason else "")
+        rows.append(row)
+    return rows
+
+
+def _short(text, width=REASON_WIDTH):
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _cells(row, engine):
+    result = row["result"] + (": " + _short(row["reason"]) if row.get("reason") else "")
+    return [str(row.get(key, "-")) for _title, key in COLUMNS[engine]] + [result]
+
+
+def _columns(engine):
+    if engine not in COLUMNS:
+        raise AnsibleFilterError("unknown engine %r (karmada or ocm)" % engine)
+    return [title for title, _key in COLUMNS[engine]] + ["RESULT"]
+
+
+def fleet_table(rows, engine):
+    """The summary as aligned text lines, with the columns of ``kubectl get clusters`` (Karmada) or
+    ``kubectl get managedclusters`` (OCM) and RESULT, where a failed member's reason is shortened."""
+    table = [_columns(engine)] + [_cells(row, engine) for row in rows or []]
+    widths = [max(len(line[i]) for line in table) for i in range(len(table[0]) - 1)]
+    return ["   ".join([cell.ljust(width) for cell, width in zip(line, widths)] + [line[-1]]).rstrip() for line in table]
+
+
+def fleet_markdown(rows, engine, title="Fleet summary"):
+    """The summary as a Markdown document: the table, then every failed member with its whole reason."""
+    columns = _columns(engine)
+    lines = ["# %s" % title, "", "| %s |" % " | ".join(columns), "|" + "---|" * len(columns)]
+    for row in rows or []:
+        cells = [cell.replace("|", "\\|") for cell in _cells(row, engine)]
+        lines.append("| %s |" % " | ".join(cells))
+    failed = [row for row in rows or [] if row.get("reason")]
+    if failed:
+        lines += ["", "## Failed members", ""]
+        lines += ["- **%s**: %s%s" % (row["name"], "%s: " % row["failed_task"] if row.get("failed_task") else "",
+                                      " ".join(str(row["reason"]).split())) for row in failed]
+    return "\n".join(lines) + "\n"
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "connection": connection,
+            "fleet_members": fleet_members,
+            "fleet_report": fleet_report,
+            "fleet_table": fleet_table,
+            "fleet_markdown": fleet_markdown,
+        }

@@ -1,0 +1,148 @@
+import datetime
+import re
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.multicluster.fleet.plugins.filter import fleet
+
+NOW = datetime.datetime(2026, 11, 24, 12, 0, 0, tzinfo=datetime.timezone.utc)
+
+
+class TestConnection:
+    def test_only_the_options_that_are_set(self):
+        variables = {"kubeconfig": "/etc/m1.kubeconfig", "context": "", "host": None, "validate_certs": False,
+                     "impersonate_groups": [], "region": "eu-west-1", "ansible_connection": "local"}
+        assert fleet.connection(variables) == {"kubeconfig": "/etc/m1.kubeconfig", "validate_certs": False}
+
+    def test_every_authentication_variable_passes(self):
+        variables = dict((option, "x") for option in fleet.AUTH_OPTIONS)
+        assert fleet.connection(variables) == variables
+
+    def test_a_member_without_a_connection_uses_the_fleet_kubeconfig_with_its_name(self):
+        assert fleet.connection({"region": "x"}, "/fleet.kubeconfig", "member1") == {
+            "kubeconfig": "/fleet.kubeconfig", "context": "member1"}
+        assert fleet.connection({"context": "m1-admin"}, "/fleet.kubeconfig", "member1") == {
+            "kubeconfig": "/fleet.kubeconfig", "context": "m1-admin"}
+
+    def test_an_own_kubeconfig_or_host_wins_over_the_fleet_kubeconfig(self):
+        assert fleet.connection({"kubeconfig": "/own"}, "/fleet", "m1") == {"kubeconfig": "/own"}
+        assert fleet.connection({"host": "https://m1:6443", "api_key": "t"}, "/fleet", "m1") == {
+            "host": "https://m1:6443", "api_key": "t"}
+
+    def test_a_hub_without_a_context_stays_unnamed_for_the_environment(self):
+        assert fleet.connection({"hub_apiserver": "https://hub:6443"}, "/fleet.kubeconfig") == {}
+        assert fleet.connection({"context": "hub"}, "/fleet.kubeconfig") == {"kubeconfig": "/fleet.kubeconfig", "context": "hub"}
+
+    def test_refuses_what_is_not_a_mapping(self):
+        with pytest.raises(AnsibleFilterError, match="mapping"):
+            fleet.connection(["kubeconfig"])
+
+
+HOSTVARS = {
+    "hub-cluster": {"cluster_name": "hub"},
+    "member1": {"cluster_name": "member1", "fleet_started": True, "fleet_done": True},
+    "member2": {"fleet_started": True, "fleet_failure": "kubeconfig file /x does not exist",
+                "fleet_failed_task": "Join the member in Push mode"},
+    "member3": {"fleet_started": True},
+    "member4": {"cluster_name": "edge4"},
+}
+
+
+def test_fleet_members_says_who_ran_and_why_one_failed():
+    members = fleet.fleet_members(["member1", "member2", "member3", "member4"], HOSTVARS)
+    assert members == [
+        {"host": "member1", "name": "member1", "ran": True, "failure": "", "failed_task": ""},
+        {"host": "member2", "name": "member2", "ran": True, "failure": "kubeconfig file /x does not exist",
+         "failed_task": "Join the member in Push mode"},
+        {"host": "member3", "name": "member3", "ran": True, "failure": "did not finish (see the output above)",
+         "failed_task": ""},
+        {"host": "member4", "name": "edge4", "ran": False, "failure": "", "failed_task": ""},
+    ]
+
+
+def cluster(name, ready=True, created="2026-11-24T11:55:00Z", **extra):
+    summary = {"name": name, "mode": "Push", "kubernetes_version": "v1.20.2", "ready": ready, "accepted": None,
+               "joined": None, "created": created, "conditions": [{"type": "Ready", "message": "cluster is not reachable"}]}
+    summary.update(extra)
+    return summary
+
+
+class TestReport:
+    members = fleet.fleet_members(["member1", "member2", "member3", "member4"], HOSTVARS)
+
+    def rows(self, clusters, **kwargs):
+        return dict((row["name"], row) for row in fleet.fleet_report(self.members, clusters, "karmada", now=NOW, **kwargs))
+
+    def test_members_of_the_run_and_clusters_outside_it(self):
+        rows = self.rows([cluster("member1"), cluster("member3", ready=False), cluster("edge4"), cluster("other")])
+        assert sorted(rows) == ["edge4", "member1", "member2", "member3", "other"]
+        assert (rows["member1"]["result"], rows["member1"]["reason"], rows["member1"]["age"]) == ("registered", "", "5m")
+        assert rows["member2"]["result"] == "failed" and rows["member2"]["version"] == "-"
+        assert rows["member2"]["failed_task"] == "Join the member in Push mode"
+        assert rows["member3"]["reason"] == "did not finish (see the output above)"
+        # not in this run: listed as the hub has them, never as failed, even when not ready
+        assert rows["edge4"]["result"] == rows["other"]["result"] == "-"
+        assert rows["edge4"]["host"] is None and rows["member1"]["host"] == "member1"
+
+    def test_a_member_that_finished_but_is_not_ready_failed(self):
+        members = fleet.fleet_members(["member1"], HOSTVARS)
+        row = fleet.fleet_report(members, [cluster("member1", ready=False)], "karmada", now=NOW)[0]
+        assert (row["result"], row["reason"]) == ("failed", "not ready: cluster is not reachable")
+        row = fleet.fleet_report(members, [], "karmada", now=NOW)[0]
+        assert (row["result"], row["reason"]) == ("failed", "not registered on the hub")
+
+    def test_check_mode_and_detach_do_not_ask_for_readiness(self):
+        members = fleet.fleet_members(["member1"], HOSTVARS)
+        assert fleet.fleet_report(members, [], "karmada", check_mode=True)[0]["result"] == "registered"
+        assert fleet.fleet_report(members, [], "karmada", action="detach")[0]["result"] == "detached"
+
+    def test_unknown_action(self):
+        with pytest.raises(AnsibleFilterError, match="register, detach"):
+            fleet.fleet_report([], [], "karmada", action="join")
+
+
+@pytest.mark.parametrize("created, age", [
+    ("2026-11-24T11:59:30Z", "30s"), ("2026-11-24T11:55:00Z", "5m"), ("2026-11-24T11:54:50Z", "5m10s"),
+    ("2026-11-24T10:00:00Z", "120m"), ("2026-11-24T07:00:00Z", "5h"), ("2026-11-24T06:30:00Z", "5h30m"),
+    ("2026-11-23T00:00:00Z", "36h"), ("2026-11-20T06:00:00Z", "4d6h"), ("2026-09-01T12:00:00Z", "84d"),
+    ("2023-11-24T12:00:00Z", "3y"), (None, "-"), ("yesterday", "-"),
+])
+def test_age_reads_like_kubectl(created, age):
+    assert fleet._age(created, NOW) == age
+
+
+ROWS = [
+    {"name": "member1", "version": "v1.20.2", "mode": "Push", "ready": True, "accepted": "-", "joined": "-", "age": "5m",
+     "result": "registered", "reason": "", "failed_task": ""},
+    {"name": "edge7", "version": "-", "mode": "-", "ready": "-", "accepted": "-", "joined": "-", "age": "-",
+     "result": "failed", "failed_task": "Join the member in Push mode",
+     "reason": "cluster 'edge7': kubeconfig file /etc/fleet/edge-07.kubeconfig does not exist | really"},
+]
+
+
+def test_table_has_kubectls_columns_and_a_short_reason():
+    lines = fleet.fleet_table(ROWS, "karmada")
+    assert lines[0].split() == ["NAME", "VERSION", "MODE", "READY", "AGE", "RESULT"]
+    assert lines[1].split() == ["member1", "v1.20.2", "Push", "True", "5m", "registered"]
+    assert lines[2].startswith("edge7     -         -      -       -     failed: cluster 'edge7': kubeconfig file")
+    assert lines[2].endswith("...") and len(lines[2].split("failed: ", 1)[1]) == fleet.REASON_WIDTH
+    ocm = fleet.fleet_table(ROWS[:1], "ocm")
+    assert re.split(r"\s{2,}", ocm[0]) == ["NAME", "HUB ACCEPTED", "JOINED", "AVAILABLE", "AGE", "RESULT"]
+
+
+def test_markdown_has_the_table_and_every_whole_reason():
+    text = fleet.fleet_markdown(ROWS, "karmada", "Fleet registration")
+    lines = text.splitlines()
+    assert lines[0] == "# Fleet registration"
+    assert lines[2] == "| NAME | VERSION | MODE | READY | AGE | RESULT |"
+    assert lines[3] == "|---|---|---|---|---|---|"
+    assert lines[4] == "| member1 | v1.20.2 | Push | True | 5m | registered |"
+    assert lines[5].startswith("| edge7 | - | - | - | - | failed: cluster 'edge7'") and "\\|" not in lines[5][:-2]
+    assert lines[-1] == ("- **edge7**: Join the member in Push mode: cluster 'edge7': kubeconfig file "
+                         "/etc/fleet/edge-07.kubeconfig does not exist | really")
+
+
+def test_unknown_engine():
+    with pytest.raises(AnsibleFilterError, match="unknown engine"):
+        fleet.fleet_table(ROWS, "kubefed")
