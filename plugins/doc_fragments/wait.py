@@ -8,7 +8,8 @@ __metaclass__ = type
 
 
 class ModuleDocFragment(object):
-    # Waiting for the engines' controllers and agents to act on what a module wrote.
+    # Waiting for the engines' controllers and agents to act on what a module wrote; the names and
+    # defaults of kubernetes.core's k8s module. A module may describe wait and the defaults its own way.
     DOCUMENTATION = r"""
 options:
   wait:
@@ -20,6 +21,34 @@ options:
   wait_timeout:
     description:
       - How many seconds O(wait) waits before the task fails with what was last seen.
+      - V(0) checks once. Negative values are refused.
     type: int
     default: 120
+  wait_sleep:
+    description:
+      - Seconds between two checks while O(wait) waits (at least V(1)).
+    type: int
+    default: 5
+"""
+
+    # wait_condition as kubernetes.core's k8s module has it; the module says what it applies to and its default.
+    CONDITION = r"""
+options:
+  wait_condition:
+    description:
+      - The status condition O(wait) waits for.
+    type: dict
+    suboptions:
+      type:
+        description: The condition type, for example V(Ready) or V(Available).
+        type: str
+        required: true
+      status:
+        description: The condition status to wait for.
+        type: str
+        choices: ["True", "False", "Unknown"]
+        default: "True"
+      reason:
+        description: The condition reason to wait for as well; any reason when unset.
+        type: str
 """

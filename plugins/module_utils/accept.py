@@ -6,8 +6,10 @@ approval do, but checked and idempotent.
 
 For each cluster: find its agent's CSRs (OCM: label ``open-cluster-management.io/cluster-name``;
 Karmada: CN ``system:karmada:agent:<cluster>``, or karmadactl's CSR name ``<cluster>-xxxxx``), check
-every pending one with :func:`csr.check`, approve those that pass through the ``approval``
-subresource, optionally deny those that fail, and for OCM set ``ManagedCluster.spec.hubAcceptsClient``.
+every pending one with :func:`csr.check`, approve the newest that passes (one agent, one certificate)
+through the ``approval`` subresource, optionally deny those that fail, and for OCM set
+``ManagedCluster.spec.hubAcceptsClient``. A Karmada cluster the hub has in Push mode runs no agent:
+its agent CSRs are refused.
 A pending CSR that passes is approved even when the cluster was accepted before: an agent that registers
 again, or renews, asks with a new CSR while the approved one of its earlier registration is still listed
 (kube-controller-manager deletes issued CSRs after an hour). A cluster whose CSRs come from several
@@ -24,16 +26,13 @@ import datetime
 import re
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, karmada, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 APPROVED_REASON = "MulticlusterFleetApproved"
 DENIED_REASON = "MulticlusterFleetDenied"
 KARMADA_SYSTEM_LABEL = "karmada.io/system"
-NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-MAX_NAME = {"karmada": 48, "ocm": 63}
-POLL_INTERVAL = 1.0
 
 
 def check_cluster_names(engine, clusters):
@@ -41,9 +40,7 @@ def check_cluster_names(engine, clusters):
     if not clusters:
         raise FleetError("clusters is empty: name the member clusters to accept")
     for name in clusters:
-        if not NAME_RE.match(name or "") or len(name) > MAX_NAME[engine]:
-            raise FleetError("cluster name %r is invalid: a %s cluster name is a DNS-1123 label of 1-%d characters"
-                             % (name, engine, MAX_NAME[engine]))
+        fleet.validate_cluster_name(engine, name)
         if engine == "karmada" and karmada.agent_user(name) == csrs.KARMADA_RBAC_GENERATOR:
             raise FleetError("refusing cluster name %r: %s is karmadactl's all-powerful helper identity, not an agent's"
                              % (name, csrs.KARMADA_RBAC_GENERATOR))
@@ -65,12 +62,23 @@ def belongs_to(engine, cluster, csr, common_name):
             and re.match(r"^%s-[a-z0-9]{5}$" % re.escape(cluster), metadata.get("name") or "") is not None)
 
 
+def _age(csr):
+    """Sort key putting newer CSRs last: creation time, then the resourceVersion within the same second."""
+    metadata = csr.get("metadata") or {}
+    version = metadata.get("resourceVersion") or ""
+    return metadata.get("creationTimestamp") or "", int(version) if version.isdigit() else 0, csrs.name_of(csr)
+
+
 class ClusterPlan:
     """What one cluster's CSRs and member object say, and what accepting it takes.
 
     ``earlier`` is None when any approved CSR of the agent, or the member having joined, shows the cluster
     accepted; otherwise a new CSR is expected and ``earlier`` holds the names of the approved CSRs that
     predate it: only a CSR approved since counts (see :attr:`certified_before`).
+
+    At most one CSR is approved per cluster: one agent holds one certificate, so of several acceptable
+    CSRs the newest is approved and the others are reported ``superseded``. A Karmada cluster the hub
+    has in Push mode runs no agent: every agent CSR for it is refused.
     """
 
     def __init__(self, engine, name, found, member, requesters=None, earlier=None):
@@ -78,8 +86,9 @@ class ClusterPlan:
         self.name = name
         self.member = member  # the ManagedCluster (OCM) or Cluster (Karmada), or None
         self.earlier = earlier
-        self.approve = []  # pending CSRs to approve
+        self.approve = []  # the pending CSR to approve (one at most)
         self.rejected = []  # (csr, reasons, deniable)
+        self.superseded = []  # (csr, reason): acceptable, but a newer CSR of the cluster is approved instead
         self.approved_before = []  # approved CSRs that meet every rule
         self.warnings = []
         acceptable = []
@@ -89,6 +98,8 @@ class ClusterPlan:
                 reasons = csrs.check(engine, name, item)
                 if not reasons and requesters and csrs.requester(item) not in requesters:
                     reasons = ["requester %s is not one of requesters (%s)" % (csrs.requester(item), ", ".join(requesters))]
+                if self.push:
+                    reasons = [self.push_reason()] + reasons
                 if reasons:
                     self.rejected.append((item, reasons, True))
                 else:
@@ -105,8 +116,21 @@ class ClusterPlan:
             reason = ("several requesters ask for cluster %s (%s): approving none; name the one to trust in requesters"
                       % (name, ", ".join(who)))
             self.rejected += [(item, [reason], False) for item in acceptable]
-        else:
-            self.approve = acceptable
+        elif acceptable:
+            acceptable.sort(key=_age)
+            newest = acceptable[-1]
+            self.approve = [newest]
+            self.superseded = [(item, "not approved: cluster %s gets one agent certificate, from its newest acceptable CSR"
+                                      " %s" % (name, csrs.name_of(newest))) for item in acceptable[:-1]]
+
+    @property
+    def push(self):
+        """The hub has the cluster as a Karmada Push member: Karmada reaches it with its own credentials, no agent."""
+        return self.engine == "karmada" and ((self.member or {}).get("spec") or {}).get("syncMode") == "Push"
+
+    def push_reason(self):
+        return ("cluster %s is registered on the hub in Push mode, where no agent runs: refusing agent CSRs for it"
+                " (unjoin it first to register it in Pull mode)" % self.name)
 
     @property
     def hub_accepts_client(self):
@@ -134,7 +158,7 @@ class ClusterPlan:
         That is a CSR to approve or an agent certified before, and for OCM a ManagedCluster to accept
         (acting sets its ``hubAcceptsClient`` when it is still false).
         """
-        if any(not deniable for _csr, _reasons, deniable in self.rejected):
+        if self.push or any(not deniable for _csr, _reasons, deniable in self.rejected):
             return True
         if self.engine == "ocm" and self.member is None:
             return False
@@ -142,6 +166,8 @@ class ClusterPlan:
 
     def problem(self):
         """Why the cluster is not (or would not be) accepted, for messages."""
+        if self.push:
+            return self.push_reason()
         if any(not deniable for _csr, _reasons, deniable in self.rejected):
             return self.rejected[-1][1][0]
         if not (self.approve or self.certified_before):
@@ -246,6 +272,8 @@ def _act(hub, plan, deny_invalid, check_mode):
             result["approved"].append(csrs.name_of(item))
             diffs.append(_csr_diff(before, after))
         certified = certified or csrs.state(after or before) == csrs.APPROVED
+    for item, reason in plan.superseded:
+        result["rejected"].append({"name": csrs.name_of(item), "requester": csrs.requester(item), "reasons": [reason]})
     for item, reasons, deniable in plan.rejected:
         result["rejected"].append({"name": csrs.name_of(item), "requester": csrs.requester(item), "reasons": reasons})
         if deny_invalid and deniable:
@@ -264,8 +292,10 @@ def _act(hub, plan, deny_invalid, check_mode):
     return result, diffs
 
 
-def _wait(hub, engine, clusters, requesters, timeout, earlier=None):
-    """Poll until every cluster's plan is ready; return the plans. Times out naming the clusters still waiting."""
+def _wait(hub, engine, clusters, requesters, timeout, earlier=None, interval=resources.WAIT_SLEEP):
+    """Poll every ``interval`` seconds until every cluster's plan is ready; return the plans.
+
+    Times out naming the clusters still waiting."""
     seen = {}
 
     def ready():
@@ -273,7 +303,7 @@ def _wait(hub, engine, clusters, requesters, timeout, earlier=None):
         waiting = [p for p in plans if not p.ready]
         return not waiting, "; ".join("%s: %s" % (p.name, p.problem()) for p in waiting)
     try:
-        resources.wait_until(ready, timeout, "an acceptable agent CSR of every cluster", interval=POLL_INTERVAL)
+        resources.wait_until(ready, timeout, "an acceptable agent CSR of every cluster", interval=interval)
     except WaitTimeout as exc:
         waiting = [p.name for p in seen["plans"] if not p.ready]
         raise WaitTimeout("%s: timed out after %ss waiting for the agent CSRs of %s: %s"
@@ -282,12 +312,14 @@ def _wait(hub, engine, clusters, requesters, timeout, earlier=None):
     return seen["plans"]
 
 
-def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=False, timeout=60, check_mode=False,
-           warn=None, expect_new_csr=False):
+def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=False, timeout=120, check_mode=False,
+           warn=None, expect_new_csr=False, interval=resources.WAIT_SLEEP):
     """Accept member ``clusters`` on ``hub``; return ``dict(changed, clusters, diff)``.
 
-    A pending CSR that passes the checks is approved whether or not the cluster was accepted before.
-    With ``wait``, first poll until every cluster has an acceptable pending CSR or is accepted already.
+    A pending CSR that passes the checks is approved whether or not the cluster was accepted before;
+    of several, only the newest (one certificate per agent). Agent CSRs of Karmada Push members are
+    refused. With ``wait``, first poll (every ``interval`` seconds, up to ``timeout``) until every
+    cluster has an acceptable pending CSR or is accepted already.
     ``expect_new_csr`` says that the agents are requesting certificates now (a registration, a
     re-registration, a renewal): the approved CSRs listed when the call starts and the joined state then
     do not count as accepted, only a CSR approved now or since (so ``wait`` waits for the new CSR).
@@ -302,7 +334,7 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=Fals
     clusters = list(dict.fromkeys(clusters))
     earlier = {} if expect_new_csr else None
     if wait:
-        plans = _wait(hub, engine, clusters, requesters, timeout, earlier)
+        plans = _wait(hub, engine, clusters, requesters, timeout, earlier, interval)
     else:
         plans = read_plans(hub, engine, clusters, requesters, earlier)
     results, diffs = [], []

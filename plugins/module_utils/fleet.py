@@ -8,10 +8,22 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 ENGINES = ("karmada", "ocm")
 _MEMBER_KIND = {"karmada": (karmada.CLUSTER, karmada.summarize_cluster),
                 "ocm": (ocm.MANAGED_CLUSTER, ocm.summarize_managed_cluster)}
+
+
+def validate_cluster_name(engine, name):
+    """FleetError unless ``name`` can name a member cluster: a DNS-1123 label of 1 to 48 (Karmada) or 63 (OCM) characters."""
+    if engine == "karmada":
+        karmada.validate_cluster_name(name)
+    elif not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \
+            or not karmada.DNS1123_LABEL_RE.match(name):
+        raise FleetError("invalid cluster name %r: OCM cluster names are DNS-1123 labels (lowercase letters, digits "
+                         "and '-', starting and ending with a letter or digit) of 1 to %d characters"
+                         % (name, ocm.CLUSTER_NAME_MAX_LENGTH))
 
 
 def member_kind(engine):
@@ -22,6 +34,7 @@ def member_kind(engine):
 def summarize(engine, obj):
     """Engine-neutral summary of a member cluster object, with the object itself under ``object``."""
     summary = _MEMBER_KIND[engine][1](obj)
+    summary["created"] = obj["metadata"].get("creationTimestamp")
     summary["object"] = resources.presentable(obj)
     return summary
 
@@ -32,7 +45,51 @@ def member_clusters(hub, engine, name=None, label_selectors=None):
     ``name`` reads one cluster (an empty list when it does not exist); ``label_selectors`` are
     Kubernetes label selector expressions, all of which must match.
     """
+    if name is not None:
+        validate_cluster_name(engine, name)
     selector = ",".join(label_selectors or []) or None
     objs = resources.list_objects(hub, member_kind(engine), label_selector=selector,
                                   field_selector="metadata.name=%s" % name if name else None)
     return sorted((summarize(engine, o) for o in objs), key=lambda s: s["name"])
+
+
+# What "ready" means for a member cluster when cluster_info waits without a wait_condition.
+READY_CONDITIONS = {"karmada": resources.wanted_condition("Ready"),
+                    "ocm": resources.wanted_condition(ocm.AVAILABLE)}
+
+
+def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=None, timeout=120,
+                      interval=resources.WAIT_SLEEP):
+    """Wait until every cluster :func:`member_clusters` lists has ``condition``; return their summaries.
+
+    ``condition`` is a :func:`resources.wanted_condition` dict, by default the engine's readiness
+    (:data:`READY_CONDITIONS`). With ``name`` the cluster must also exist; with selectors only, the
+    clusters that match are waited for (none: nothing to wait for). The timeout message names the
+    clusters not there yet and what was last seen of each.
+    """
+    wanted = condition or READY_CONDITIONS[engine]
+    kind = member_kind(engine)
+    seen = {}
+
+    def check():
+        clusters = seen["clusters"] = member_clusters(hub, engine, name, label_selectors)
+        if name and not clusters:
+            return False, "%s is not registered (no %s of that name)" % (name, kind.kind)
+        pending = []
+        for cluster in clusters:
+            done, detail = resources.condition_met(cluster["object"], wanted)
+            if not done:
+                pending.append("%s: %s" % (cluster["name"], detail))
+        return not pending, "; ".join(pending)
+    if name:
+        subject = "member cluster %s on %s" % (name, hub.label)
+    else:
+        subject = "the member clusters on %s" % hub.label
+    if label_selectors:
+        subject += " matching %s" % ", ".join(label_selectors)
+    try:
+        resources.wait_until(check, timeout, "%s to have %s" % (subject, resources.describe_condition(wanted)),
+                             interval=interval)
+    except WaitTimeout as exc:
+        raise WaitTimeout(exc.msg, clusters=seen.get("clusters", []), **exc.details)
+    return seen["clusters"]

@@ -20,8 +20,11 @@ __metaclass__ = type
 
 import base64
 import binascii
+import socket
+import ssl
+from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
@@ -41,6 +44,9 @@ OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
 CLUSTER_MANAGER_NAME = "cluster-manager"
 # The CA of the gRPC server's certificate when the operator issues it (no caBundle of its own given).
 GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub", "ca-bundle-configmap", "ca-bundle.crt"
+
+# Seconds to connect to the hub's API server when reading its serving certificate.
+TLS_TIMEOUT = 10
 
 _CLUSTER_INFO_READER = {"karmada": "system:karmada:bootstrap-signer-clusterinfo",
                         "ocm": "open-cluster-management:bootstrap-signer-clusterinfo"}
@@ -213,6 +219,95 @@ def _report(action, server, ca_pem, matches):
     return {"action": action, "server": server, "ca_cert_hashes": _pins(ca_pem), "matches": matches}
 
 
+# --- the hub CA -----------------------------------------------------------------------------------
+
+
+def _presented_certificates(server, context, timeout=TLS_TIMEOUT):
+    """The certificates (DER, leaf first) the API server at ``server`` presents in a TLS handshake with ``context``.
+
+    Python 3.13 and later hand out the whole chain the server sent; earlier versions only its certificate.
+    """
+    parts = urlsplit(server)
+    with socket.create_connection((parts.hostname, parts.port or 443), timeout=timeout) as sock:
+        with context.wrap_socket(sock, server_hostname=parts.hostname) as tls:
+            chain = getattr(tls, "get_unverified_chain", None)
+            return list(chain()) if chain else [tls.getpeercert(binary_form=True)]
+
+
+def _unverified_context():
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _trusting_context(ca_pem):
+    """A TLS context that trusts exactly the CAs of ``ca_pem``, an intermediate CA too (as Kubernetes' clients do).
+
+    The host name is not checked: what matters here is which CA signed the server's certificate.
+    """
+    context = ssl.create_default_context(cadata=ca_pem)
+    context.check_hostname = False
+    context.verify_flags |= getattr(ssl, "VERIFY_X509_PARTIAL_CHAIN", 0)
+    return context
+
+
+def _issuer_description(presented, known_ca_pem):
+    """Which CA issued the server certificate (the first of ``presented``): its pin, or its issuer name.
+
+    The issuer is looked for among the rest of the chain the server sent and the CAs of ``known_ca_pem``
+    (those that verify the hub connection); when it is in neither, only its name can be given.
+    """
+    chain = [ssl.DER_cert_to_PEM_cert(der) for der in presented]
+    leaf = pki.load_certificates(chain[0], "serving certificate")[0]
+    for pem in chain[1:] + bootstrap.PEM_CERT_RE.findall(known_ca_pem or ""):
+        try:
+            candidate = pki.load_certificates(pem, "CA certificate")[0]
+        except FleetError:
+            continue
+        if pki.issued_by(leaf, candidate):
+            return "CA %s (%s)" % (bootstrap.ca_pin(pem), candidate.subject.rfc4514_string())
+    return "%s, a CA neither in the chain the server sent nor among the CAs of the hub connection" % (
+        leaf.issuer.rfc4514_string() or "an unnamed issuer")
+
+
+def check_ca_verifies_hub(hub, ca_pem, pins, timeout=TLS_TIMEOUT):
+    """FleetError unless ``ca_pem`` (with ``pins``) verifies the certificate the hub's API server presents.
+
+    The server's certificate chain is read over TLS twice: verified against ``ca_pem`` and, when that
+    fails, without verification, to name the CA that did issue it. Members that discover the hub
+    through cluster-info would otherwise pin a CA that cannot verify the hub and fail to register.
+    Returns a warning (nothing checked) when the hub connection goes through a proxy.
+    """
+    if hub.proxy:
+        return ("hub_ca_cert was not checked against the serving certificate of %s: the hub connection goes through"
+                " proxy %s" % (hub.label, hub.proxy))
+    try:
+        context = _trusting_context(ca_pem)
+    except (ssl.SSLError, ValueError) as exc:
+        raise FleetError("hub_ca_cert cannot be used as a CA bundle: %s" % exc)
+    try:
+        _presented_certificates(hub.server, context, timeout)
+        return None
+    except ssl.SSLCertVerificationError as exc:
+        reason = exc.verify_message or exc.reason
+    except (OSError, ssl.SSLError) as exc:
+        raise FleetError("cannot read the serving certificate of %s to check hub_ca_cert: %s" % (hub.label, exc))
+    try:
+        presented = _presented_certificates(hub.server, _unverified_context(), timeout)
+    except (OSError, ssl.SSLError) as exc:
+        raise FleetError("cannot read the serving certificate of %s to check hub_ca_cert: %s" % (hub.label, exc))
+    try:
+        known = hub.ca_pem
+    except FleetError:
+        known = None
+    raise FleetError(
+        "hub_ca_cert (CA %s) does not verify the serving certificate of %s (%s): that certificate was issued by %s."
+        " Members would pin a CA that cannot verify the hub, so %s was not changed; give the CA bundle that signed"
+        " the hub API server's certificate, or leave hub_ca_cert out to publish the CA of the hub connection"
+        % (", ".join(pins), hub.label, reason, _issuer_description(presented, known), bootstrap.CLUSTER_INFO))
+
+
 # --- the whole set ------------------------------------------------------------------------------
 
 
@@ -240,17 +335,23 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
     ``cluster_info`` (see :func:`ensure_cluster_info`), ``warnings``, ``hub_apiserver``,
     ``ca_cert_hashes`` (the pins of ``ca_pem``) and ``grpc`` (:func:`grpc_endpoint`, OCM).
     """
+    if hub_apiserver:
+        karmada.validate_api_endpoint(hub_apiserver, "hub_apiserver")
     server = hub_apiserver or hub.server
-    ca_pem = ca_pem or hub.ca_pem
-    if not ca_pem:
-        raise FleetError("%s: the hub connection has no CA certificate to publish in %s; set hub_ca_cert"
-                         % (hub.label, bootstrap.CLUSTER_INFO))
-    pins = bootstrap.pins_of_bundle(ca_pem)  # refuses a file without certificates
+    warnings = []
+    if ca_pem:
+        pins = bootstrap.pins_of_bundle(ca_pem)  # refuses a file without certificates
+        warnings += filter(None, [check_ca_verifies_hub(hub, ca_pem, pins)])
+    else:
+        ca_pem = hub.ca_pem
+        if not ca_pem:
+            raise FleetError("%s: the hub connection has no CA certificate to publish in %s; set hub_ca_cert"
+                             % (hub.label, bootstrap.CLUSTER_INFO))
+        pins = bootstrap.pins_of_bundle(ca_pem)
     info_outcome, report = ensure_cluster_info(hub, server, ca_pem, update_cluster_info, check_mode)
     wanted, unwanted = registration_objects(engine, csr_auto_approval)
     outcomes = [info_outcome] + [_ensure(hub, kind, desired, check_mode) for kind, desired in wanted]
     outcomes += [_delete(hub, kind, desired, check_mode) for kind, desired in unwanted]
-    warnings = []
     grpc = grpc_endpoint(hub) if engine == "ocm" else None
     if grpc and not (grpc["server"] and grpc["ca_pem"]):
         warnings.append("the ClusterManager has the grpc registration driver, but %s: members cannot use it yet"

@@ -52,8 +52,8 @@ def validate(params):
         karmada.validate_api_endpoint(params["api_endpoint"])
     if params.get("proxy_url"):
         karmada.validate_proxy_url(params["proxy_url"])
-    if params.get("wait_timeout") is not None and params["wait_timeout"] < 1:
-        raise FleetError("wait_timeout must be at least 1 second, got %s" % params["wait_timeout"])
+    resources.check_duration("wait_timeout", params.get("wait_timeout"), least=1)
+    resources.check_duration("wait_sleep", params.get("wait_sleep"), least=1)
 
 
 def member_cluster_id(member):
@@ -214,15 +214,25 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None):
 
     cluster = cluster_outcome.after
     if params.get("wait") and not check_mode:
+        wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
         try:
-            cluster = resources.wait_for_condition(hub, CLUSTER, name, condition_type="Ready",
-                                                   timeout=params["wait_timeout"])
+            cluster = resources.wait_for_condition(hub, CLUSTER, name, condition_type=wanted["type"],
+                                                   status=wanted["status"], reason=wanted.get("reason"),
+                                                   timeout=params["wait_timeout"],
+                                                   interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
         except WaitTimeout as exc:
-            raise FleetError("%s. Karmada's controller sets Ready once it reaches %s with the stored token: check that "
-                             "karmada-controller-manager runs and that the hub can reach that endpoint"
+            raise FleetError("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
+                             "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
                              % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
     return _result([("member", member_outcomes), ("hub", hub_outcomes)], cluster=resources.presentable(cluster),
-                   cluster_id=cluster_id, diff=cluster_outcome.diff())
+                   cluster_id=cluster_id, diff=_diff(name, cluster_outcome.before, cluster_outcome.after))
+
+
+def _diff(name, before, after):
+    """The Cluster before and after, the headers naming it (``Cluster/<name>`` on the hub)."""
+    header = "hub %s" % CLUSTER.ref(name)
+    return {"before": resources.presentable(before) or {}, "after": resources.presentable(after) or {},
+            "before_header": header, "after_header": header}
 
 
 def _result(groups, **result):
@@ -336,4 +346,4 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
             member_outcomes.append(resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode,
                                                     wait=True, timeout=params["wait_timeout"]))
     return _result([("hub", hub_outcomes), ("member", member_outcomes)], cluster=resources.presentable(existing),
-                   cluster_id=cluster_id, diff={"before": resources.presentable(existing) or {}, "after": {}})
+                   cluster_id=cluster_id, diff=_diff(name, existing, None))

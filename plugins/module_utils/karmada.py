@@ -222,8 +222,11 @@ def validate_zones(zones):
         raise FleetError("zones lists %s more than once" % ", ".join(duplicates))
 
 
-def validate_api_endpoint(url):
-    """An http(s) URL with a host and no user info, query or fragment (Karmada's apiEndpoint rules)."""
+def validate_api_endpoint(url, option="api_endpoint"):
+    """An http(s) URL with a host and no user info, query or fragment (Karmada's apiEndpoint rules).
+
+    ``option`` names the option the URL came from in the message.
+    """
     parts = urlsplit(url)
     problem = None
     if parts.scheme not in ("https", "http"):
@@ -237,7 +240,7 @@ def validate_api_endpoint(url):
     elif not _valid_port(parts):
         problem = "the port is not a number between 1 and 65535"
     if problem:
-        raise FleetError("invalid api_endpoint %r: %s; expected a URL such as https://10.0.0.7:6443" % (url, problem))
+        raise FleetError("invalid %s %r: %s; expected a URL such as https://10.0.0.7:6443" % (option, url, problem))
 
 
 def _valid_port(parts):

@@ -24,6 +24,9 @@ MERGE_PATCH = "application/merge-patch+json"
 # Metadata the server owns; left out of diffs and comparisons.
 SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
 MASKED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
+# The wait options' defaults, as kubernetes.core has them (seconds between checks; condition statuses).
+WAIT_SLEEP = 5
+CONDITION_STATUSES = ("True", "False", "Unknown")
 
 
 class Kind:
@@ -97,6 +100,7 @@ class Outcome:
         self.action = action
         self.before = before
         self.after = after
+        self.current = None  # the object as last read while waiting for it, if it was waited for
 
     @property
     def changed(self):
@@ -213,8 +217,8 @@ def ensure(cluster, kind, desired, check_mode=False):
 
 
 def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
-           propagation="Background"):
-    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone."""
+           propagation="Background", interval=1.0):
+    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone (checked every ``interval``)."""
     existing = get(cluster, kind, name, namespace)
     if existing is None:
         return Outcome(kind, name, namespace, "absent")
@@ -225,19 +229,20 @@ def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, ti
         except NotFound:
             return Outcome(kind, name, namespace, "absent")
         if wait:
-            wait_until_gone(cluster, kind, name, namespace, timeout)
+            wait_until_gone(cluster, kind, name, namespace, timeout, interval)
     return Outcome(kind, name, namespace, "deleted", existing, None)
 
 
-def wait_until_gone(cluster, kind, name, namespace=None, timeout=60):
-    """Wait until the object no longer exists; on timeout say which finalizers still hold it."""
+def wait_until_gone(cluster, kind, name, namespace=None, timeout=60, interval=1.0):
+    """Wait until the object no longer exists (checked every ``interval`` seconds); on timeout say which finalizers
+    still hold it."""
     def gone():
         obj = get(cluster, kind, name, namespace)
         if obj is None:
             return True, None
         finalizers = (obj.get("metadata") or {}).get("finalizers") or []
         return False, "finalizers: %s" % ", ".join(finalizers) if finalizers else "still present"
-    wait_until(gone, timeout, "%s to be deleted on %s" % (kind.ref(name, namespace), cluster.label))
+    wait_until(gone, timeout, "%s to be deleted on %s" % (kind.ref(name, namespace), cluster.label), interval=interval)
 
 
 def condition(obj, condition_type):
@@ -259,23 +264,77 @@ def condition_is(obj, condition_type, status="True"):
     return item is not None and item.get("status") == status
 
 
-def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Ready", status="True", timeout=120):
-    """Wait until the object has the condition with that status; return the object."""
+def wanted_condition(condition_type, status="True", reason=None):
+    """A ``wait_condition`` as kubernetes.core spells it: ``{"type", "status", "reason"}`` (reason None: any)."""
+    return {"type": condition_type, "status": status, "reason": reason}
+
+
+def describe_condition(wanted):
+    """``Ready=True``, or ``Ready=True (reason Joined)`` when a reason is wanted, for messages."""
+    text = "%s=%s" % (wanted["type"], wanted.get("status") or "True")
+    return text + (" (reason %s)" % wanted["reason"] if wanted.get("reason") else "")
+
+
+def condition_met(obj, wanted):
+    """``(done, detail)``: whether ``obj`` has the ``wanted`` condition (:func:`wanted_condition`).
+
+    As kubernetes.core's ``wait_condition``: the condition of that type must have that status and,
+    when a reason is wanted, that reason. ``detail`` says what the object has instead.
+    """
+    if obj is None:
+        return False, "the object does not exist"
+    item = condition(obj, wanted["type"])
+    if item is None:
+        return False, "no %s condition yet" % wanted["type"]
+    status, reason = wanted.get("status") or "True", wanted.get("reason")
+    if item.get("status") == status and (not reason or item.get("reason") == reason):
+        return True, None
+    return False, "%s=%s (%s: %s)" % (wanted["type"], item.get("status"), item.get("reason"), item.get("message"))
+
+
+def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Ready", status="True", timeout=120,
+                       reason=None, interval=1.0):
+    """Wait until the object has the condition with that status (and reason, if given); return the object."""
     seen = {}
+    wanted = wanted_condition(condition_type, status, reason)
 
     def met():
         obj = seen["obj"] = get(cluster, kind, name, namespace)
-        if obj is None:
-            return False, "the object does not exist"
-        item = condition(obj, condition_type)
-        if item is None:
-            return False, "no %s condition yet" % condition_type
-        if item.get("status") == status:
-            return True, None
-        return False, "%s=%s (%s: %s)" % (condition_type, item.get("status"), item.get("reason"), item.get("message"))
-    wait_until(met, timeout, "%s on %s to have %s=%s"
-               % (kind.ref(name, namespace), cluster.label, condition_type, status))
+        return condition_met(obj, wanted)
+    wait_until(met, timeout, "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted)),
+               interval=interval)
     return seen["obj"]
+
+
+def wait_argument_spec(condition=False):
+    """The argument spec of the wait options (doc fragment ``multicluster.fleet.wait``, and its ``condition``)."""
+    spec = dict(wait=dict(type="bool", default=False), wait_timeout=dict(type="int", default=120),
+                wait_sleep=dict(type="int", default=WAIT_SLEEP))
+    if condition:
+        spec["wait_condition"] = dict(type="dict", options=dict(
+            type=dict(type="str", required=True),
+            status=dict(type="str", choices=list(CONDITION_STATUSES), default="True"),
+            reason=dict(type="str"),
+        ))
+    return spec
+
+
+def check_duration(option, value, least=0):
+    """FleetError unless the duration option ``value`` (seconds; None: unset) is at least ``least``.
+
+    Negative durations are refused everywhere, as ``bootstrap_token`` refuses a negative ``ttl``.
+    """
+    if value is None or value >= least:
+        return
+    if least == 0:
+        raise FleetError("%s must not be negative, got %r" % (option, value))
+    raise FleetError("%s must be at least %d second%s, got %r" % (option, least, "" if least == 1 else "s", value))
+
+
+def check_wait_options(params):
+    """Refuse a negative ``wait_timeout`` and a ``wait_sleep`` under a second among a module's options."""
+    check_duration("wait_timeout", params.get("wait_timeout"))
+    check_duration("wait_sleep", params.get("wait_sleep"), least=1)
 
 
 def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=time.sleep):

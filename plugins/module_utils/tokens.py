@@ -186,13 +186,15 @@ def public_view(info):
 
 
 def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=None, token_id=None,
-                 check_mode=False, now=None):
+                 check_mode=False, now=None, create=True):
     """Make a bootstrap token with these properties exist; return what was done.
 
     With ``token`` (``<id>.<secret>``) or ``token_id`` that token is the one managed: created when
     missing, left alone when it serves the request (see :func:`mismatches`), otherwise rewritten in
     place (an expired token given only by id gets a new secret). Without either, an existing token
-    that serves the request is reused, else a new random token is created.
+    that serves the request is reused, else a new random token is created - or, with ``create`` false,
+    :class:`FleetError` is raised with the detail ``missing=True`` (a member play reading the join
+    token the hub play made, before the hub was prepared).
 
     Returns ``dict(action, token, info, before, reasons, summary, diff)``: ``action`` created /
     updated / unchanged, ``token`` the full token (None when check mode would generate one), ``info``
@@ -216,6 +218,11 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
             best = max(fitting, key=lambda t: t["expiration"] or "9999")  # never-expiring sorts last
             stored = _read_secret(cluster, best["token_id"])
             return _result("unchanged", best["token_id"], bootstrap.token_secret_value(stored), best, best, [])
+        if not create:
+            raise FleetError("%s has no valid bootstrap token%s for groups %s: the hub has not been prepared (or its join "
+                             "token expired); run the hub play first (role multicluster.fleet.hub_init)"
+                             % (cluster.label, " described %r" % description if description else "", ", ".join(groups)),
+                             missing=True)
         return _create(cluster, None, None, want, check_mode)
 
     existing = _read_secret(cluster, token_id)
@@ -285,15 +292,15 @@ def _create(cluster, token_id, secret, want, check_mode):
 
 
 def _result(action, token_id, secret, info, before, reasons):
-    name = bootstrap.SECRET_NAME_PREFIX + (token_id or "<generated>")
+    ref = resources.SECRET.ref(bootstrap.SECRET_NAME_PREFIX + (token_id or "<generated>"), bootstrap.SECRET_NAMESPACE)
     return {
         "action": action,
         "token": "%s.%s" % (token_id, secret) if token_id and secret else None,
         "info": info,
         "before": before,
         "reasons": reasons,
-        "summary": "%s: %s" % (resources.SECRET.ref(name, bootstrap.SECRET_NAMESPACE), action),
-        "diff": {"before": public_view(before), "after": public_view(info)},
+        "summary": "%s: %s" % (ref, action),
+        "diff": {"before": public_view(before), "after": public_view(info), "before_header": ref, "after_header": ref},
     }
 
 
@@ -310,7 +317,7 @@ def delete_token(cluster, token, check_mode=False):
     except FleetError:
         before = {"token_id": token_id}
     return {"action": outcome.action, "token_id": token_id, "summary": outcome.summary(),
-            "diff": {"before": public_view(before), "after": {}}}
+            "diff": {"before": public_view(before), "after": {}, "before_header": outcome.ref, "after_header": outcome.ref}}
 
 
 # --- ServiceAccount tokens (OCM) -----------------------------------------------------------------

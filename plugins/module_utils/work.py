@@ -36,8 +36,6 @@ except ImportError:  # pragma: no cover - the client reports the missing library
 
 # Parallel requests per task; matches the per-host connection pool of client.Cluster.
 WORKERS = 4
-# Seconds between two reads of the works while waiting.
-WAIT_INTERVAL = 0.5
 # How many pending clusters a wait message names before it summarizes the rest.
 PENDING_SHOWN = 10
 APPLIED = "Applied"
@@ -96,24 +94,48 @@ def identity(manifest):
     return "%s %s" % (manifest.get("kind"), where)
 
 
+def _field_problems(manifest):
+    """What is wrong with the identifying fields of a manifest (a mapping): missing ones, and values of another type."""
+    metadata = manifest.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        fields = [("apiVersion", manifest.get("apiVersion")), ("kind", manifest.get("kind"))]
+        wrong = ["metadata must be a mapping, not %s" % _type_name(metadata)]
+    else:
+        fields = [("apiVersion", manifest.get("apiVersion")), ("kind", manifest.get("kind")),
+                  ("metadata.name", (metadata or {}).get("name"))]
+        wrong = []
+    missing = [field for field, value in fields if value is None or value == ""]
+    wrong += ["%s must be a string, not %s %s" % (field, _type_name(value), json.dumps(value, default=str))
+              for field, value in fields if value not in (None, "") and not isinstance(value, str)]
+    return (["missing %s" % ", ".join(missing)] if missing else []) + wrong
+
+
+def _type_name(value):
+    """The YAML name of a value's type, for messages: mapping, list, integer, number, boolean, string."""
+    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (dict, "mapping"), (list, "list"),
+                       (str, "string")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
 def validate_manifests(items):
     """Return the manifests of ``items`` (``(manifest, origin)``) or fail naming every bad one by index.
 
-    Each manifest needs a string apiVersion, kind and metadata.name; the same object twice is refused.
+    Each manifest needs a string apiVersion, kind and metadata.name (messages tell a missing field from
+    one of another type); the same object twice is refused.
     """
     problems, seen = [], {}
     for index, (manifest, origin) in enumerate(items):
         where = "manifests[%d]%s" % (index, " (%s)" % origin if origin else "")
         if not isinstance(manifest, dict):
-            problems.append("%s is not a mapping" % where)
+            problems.append("%s is not a mapping but %s" % (where, _type_name(manifest)))
             continue
-        metadata = manifest.get("metadata")
-        missing = [field for field, value in (("apiVersion", manifest.get("apiVersion")), ("kind", manifest.get("kind")),
-                                              ("metadata.name", (metadata or {}).get("name") if isinstance(metadata, dict) else None))
-                   if not isinstance(value, str) or not value]
-        if missing:
-            problems.append("%s: missing %s" % (where, ", ".join(missing)))
+        wrong = _field_problems(manifest)
+        if wrong:
+            problems.append("%s: %s" % (where, "; ".join(wrong)))
             continue
+        metadata = manifest["metadata"]
         key = (manifest["apiVersion"].split("/")[0] if "/" in manifest["apiVersion"] else "", manifest["kind"],
                metadata.get("namespace") or "", metadata["name"])
         if key in seen:
@@ -217,6 +239,10 @@ class OcmWorks:
         return cluster
 
     @staticmethod
+    def check_condition(wanted):
+        """Every wanted condition is one the work agent writes."""
+
+    @staticmethod
     def cluster_problem(obj):
         if not (obj.get("spec") or {}).get("hubAcceptsClient"):
             return ("is not accepted: ManagedCluster %s has spec.hubAcceptsClient false; accept it first "
@@ -252,9 +278,9 @@ class OcmWorks:
         return found
 
     @classmethod
-    def progress(cls, work, condition):
-        """``(done, detail)``: whether the work has ``condition`` True for its current generation."""
-        done, detail = _condition_progress(work, condition)
+    def progress(cls, work, wanted):
+        """``(done, detail)``: whether the work has the ``wanted`` condition for its current generation."""
+        done, detail = _condition_progress(work, wanted)
         if not done and work is not None:
             failed = [(ordinal, s) for ordinal, s in sorted(cls.manifest_statuses(work).items()) if s["applied"] is False]
             if failed:
@@ -311,15 +337,24 @@ class KarmadaWorks:
             }
         return found
 
+    @staticmethod
+    def check_condition(wanted):
+        """FleetError for a wanted condition Karmada cannot report: Available is derived, so only Available=True."""
+        if wanted["type"] == AVAILABLE and (wanted["status"] != "True" or wanted.get("reason")):
+            raise FleetError("Karmada writes no Available condition on a Work (it is derived from the health of every "
+                             "manifest): wait_condition Available takes neither a status other than True nor a reason")
+
     @classmethod
-    def progress(cls, work, condition):
-        """``(done, detail)``: Applied is the Work's condition; Available means every manifest is Healthy.
+    def progress(cls, work, wanted):
+        """``(done, detail)``: Applied is the Work's condition; Available means Applied and every manifest Healthy.
 
         Karmada's controllers write no Available condition on a Work; the health of each applied object
         (``status.manifestStatuses[].health``) is what says the workload is up.
         """
-        done, detail = _condition_progress(work, APPLIED)
-        if not done or condition == APPLIED:
+        if wanted["type"] == APPLIED:
+            return _condition_progress(work, wanted)
+        done, detail = _condition_progress(work, resources.wanted_condition(APPLIED))
+        if not done:
             return done, detail
         statuses = cls.manifest_statuses(work)
         for ordinal in range(len(work["spec"]["workload"].get("manifests") or [])):
@@ -353,10 +388,11 @@ def _manifest_name(work, ordinal):
     return identity(manifests[ordinal]) if ordinal < len(manifests) else "(no longer in the spec)"
 
 
-def _condition_progress(work, condition_type):
-    """``(done, detail)`` for one condition, ignoring a status written for an older generation."""
+def _condition_progress(work, wanted):
+    """``(done, detail)`` for one wanted condition, ignoring a status written for an older generation."""
     if work is None:
         return False, "the work does not exist"
+    condition_type = wanted["type"]
     item = resources.condition(work, condition_type)
     if item is None:
         return False, "no %s condition yet" % condition_type
@@ -365,9 +401,38 @@ def _condition_progress(work, condition_type):
     if observed is not None and generation is not None and observed < generation:
         return False, "%s=%s is for generation %s, the work is at generation %s" % (
             condition_type, item.get("status"), observed, generation)
-    if item.get("status") == "True":
+    if item.get("status") == wanted["status"] and (not wanted.get("reason") or item.get("reason") == wanted["reason"]):
         return True, None
     return False, "%s=%s %s: %s" % (condition_type, item.get("status"), item.get("reason"), item.get("message"))
+
+
+def parse_wait_condition(value):
+    """The condition ``manifest_work`` waits for (:func:`resources.wanted_condition`) from its ``wait_condition``.
+
+    As kubernetes.core's, a dict with ``type`` (here Applied or Available), ``status`` (default True) and
+    optionally ``reason``; a string is a condition type (the form of earlier releases). None is Applied=True.
+    """
+    if value is None:
+        return resources.wanted_condition(APPLIED)
+    if isinstance(value, str):
+        value = {"type": value}
+    if not isinstance(value, dict):
+        raise FleetError("wait_condition must be a dict with type, status and reason, or a condition type, not %s"
+                         % _type_name(value))
+    unknown = sorted(set(value) - {"type", "status", "reason"})
+    status = value.get("status") or "True"
+    problems = ["unknown key%s %s (known: type, status, reason)" % ("s" if len(unknown) > 1 else "", ", ".join(unknown))
+                if unknown else None,
+                "type must be one of %s, got %r" % (", ".join(CONDITIONS), value.get("type"))
+                if value.get("type") not in CONDITIONS else None,
+                "status must be one of %s, got %r" % (", ".join(resources.CONDITION_STATUSES), status)
+                if status not in resources.CONDITION_STATUSES else None,
+                "reason must be a string, got %s" % _type_name(value["reason"])
+                if value.get("reason") is not None and not isinstance(value["reason"], str) else None]
+    problems = [p for p in problems if p]
+    if problems:
+        raise FleetError("invalid wait_condition: %s" % "; ".join(problems))
+    return resources.wanted_condition(value["type"], status, value.get("reason"))
 
 
 # --- writing ----------------------------------------------------------------------------------
@@ -476,7 +541,7 @@ def check_clusters(hub, engine, clusters):
     problems = ["cluster '%s' %s" % (c, found[c]) for c in clusters if found.get(c)]
     problems += ["cluster '%s': %s" % (c, errors[c]) for c in clusters if c in errors]
     if problems:
-        raise FleetError("cannot deliver %s to every cluster: %s" % (engine.kind.kind, "; ".join(problems)),
+        raise FleetError("%s: cannot deliver %s to every cluster: %s" % (hub.label, engine.kind.kind, "; ".join(problems)),
                          clusters_failed=sorted(c for c in clusters if found.get(c) or c in errors))
 
 
@@ -491,14 +556,15 @@ def _failure(engine, action, outcomes, errors, check_mode):
 
 # --- waiting ----------------------------------------------------------------------------------
 
-def wait_for_works(hub, engine, name, clusters, condition=APPLIED, timeout=120, interval=WAIT_INTERVAL, latest=None):
-    """Wait until the work ``name`` reaches ``condition`` on every cluster; return ``{cluster: work}``.
+def wait_for_works(hub, engine, name, clusters, condition=None, timeout=120, interval=resources.WAIT_SLEEP, latest=None):
+    """Wait until the work ``name`` has ``condition`` (default Applied=True) on every cluster; return ``{cluster: work}``.
 
     Each poll is one list request over all namespaces (field selector on the name). On timeout the
     message names the clusters still pending with the latest condition each reported; ``latest``
     (a dict, if given) holds the works last read, also after a timeout.
     """
     latest = {} if latest is None else latest
+    wanted = condition or resources.wanted_condition(APPLIED)
 
     def check():
         items = resources.list_objects(hub, engine.kind, field_selector="metadata.name=%s" % name)
@@ -506,7 +572,7 @@ def wait_for_works(hub, engine, name, clusters, condition=APPLIED, timeout=120, 
         pending = []
         for cluster in clusters:
             work = latest[cluster] = by_namespace.get(engine.namespace(cluster))
-            done, detail = engine.progress(work, condition)
+            done, detail = engine.progress(work, wanted)
             if not done:
                 pending.append("%s (%s)" % (cluster, detail))
         if not pending:
@@ -516,12 +582,12 @@ def wait_for_works(hub, engine, name, clusters, condition=APPLIED, timeout=120, 
             shown += "; and %d more" % (len(pending) - PENDING_SHOWN)
         return False, "%d of %d clusters pending: %s" % (len(pending), len(clusters), shown)
 
-    resources.wait_until(check, timeout, "%s %s to be %s on %d cluster(s)" % (engine.kind.kind, name, condition, len(clusters)),
-                         interval=interval)
+    resources.wait_until(check, timeout, "%s %s to have %s on %d cluster(s)"
+                         % (engine.kind.kind, name, resources.describe_condition(wanted), len(clusters)), interval=interval)
     return latest
 
 
-def wait_until_deleted(hub, engine, name, clusters, timeout=120, interval=WAIT_INTERVAL):
+def wait_until_deleted(hub, engine, name, clusters, timeout=120, interval=resources.WAIT_SLEEP):
     """Wait until the work ``name`` is gone from every cluster namespace (one list request per poll)."""
     namespaces = dict((engine.namespace(c), c) for c in clusters)
 
@@ -554,8 +620,8 @@ def summarize(engine, work, action=None):
     return {
         "action": action,
         "namespace": work["metadata"].get("namespace"),
-        "applied": engine.progress(work, APPLIED)[0],
-        "available": engine.progress(work, AVAILABLE)[0],
+        "applied": engine.progress(work, resources.wanted_condition(APPLIED))[0],
+        "available": engine.progress(work, resources.wanted_condition(AVAILABLE))[0],
         "conditions": resources.conditions_of(work),
         "manifests": manifests,
         "object": _masked_manifests(work),
@@ -575,9 +641,11 @@ def _diffs(outcomes):
 
 # --- the module's two states -------------------------------------------------------------------
 
-def _clusters(names):
+def _clusters(engine_name, names):
+    """The cluster names without repeats, each checked to be a valid member cluster name."""
     clusters = []
     for cluster in names or []:
+        fleet.validate_cluster_name(engine_name, cluster)
         if cluster not in clusters:
             clusters.append(cluster)
     if not clusters:
@@ -592,16 +660,19 @@ def _check_name(name):
 
 
 def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=False, wait=False,
-            wait_condition=APPLIED, wait_timeout=120, interval=WAIT_INTERVAL):
+            wait_condition=None, wait_timeout=120, interval=resources.WAIT_SLEEP):
     """state=present: validate, write one work per cluster, optionally wait; return the module result.
 
     ``manifests`` are ``(manifest, origin)`` pairs; ``options`` holds ``labels``, ``annotations``,
-    ``delete_option`` and ``manifest_configs``. In check mode the writes are server dry runs and the
-    wait is skipped.
+    ``delete_option`` and ``manifest_configs``. ``wait_condition`` is the module option (see
+    :func:`parse_wait_condition`), checked every ``interval`` seconds. In check mode the writes are server
+    dry runs and the wait is skipped.
     """
     engine = ENGINES[engine_name]
     _check_name(name)
-    clusters = _clusters(clusters)
+    clusters = _clusters(engine_name, clusters)
+    wanted = parse_wait_condition(wait_condition)
+    engine.check_condition(wanted)
     manifests = validate_manifests(manifests)
     desired = dict((c, desired_work(engine, name, c, manifests, options)) for c in clusters)
     check_clusters(hub, engine, clusters)
@@ -612,7 +683,7 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
     changed = any(o.changed for o in outcomes.values())
     if wait and not check_mode:
         try:
-            wait_for_works(hub, engine, name, clusters, wait_condition, wait_timeout, interval, latest=works)
+            wait_for_works(hub, engine, name, clusters, wanted, wait_timeout, interval, latest=works)
         except WaitTimeout as exc:
             raise FleetError(exc.msg, changed=changed,
                              clusters=dict((c, summarize(engine, works[c], outcomes[c].action)) for c in clusters))
@@ -621,11 +692,11 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
             "diff": _diffs(outcomes)}
 
 
-def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=WAIT_INTERVAL):
+def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=resources.WAIT_SLEEP):
     """state=absent: delete the work on every cluster (a work already being deleted is left alone)."""
     engine = ENGINES[engine_name]
     _check_name(name)
-    clusters = _clusters(clusters)
+    clusters = _clusters(engine_name, clusters)
     kind = engine.kind
 
     def delete(cluster):

@@ -86,9 +86,18 @@ options:
     elements: str
   hub_apiserver:
     description:
-      - The hub API server URL members reach, for RV(hub_apiserver) and RV(cli_command).
+      - The hub API server URL members reach, for RV(hub_apiserver) and RV(cli_command); an V(https) (or V(http)) URL
+        with a host, as M(multicluster.fleet.hub_registration) takes it.
       - Default the server C(kube-public/cluster-info) publishes, else the server of the hub connection.
     type: str
+  create:
+    description:
+      - With V(false), a bootstrap token that serves the request (O(description), groups, usages, O(ttl)) is only looked
+        up - returned unchanged when one exists, otherwise the task fails with RV(missing) true and creates nothing.
+        Member plays use it to read the join token the hub play made; retry the task to wait for it.
+      - Applies to bootstrap tokens given neither by O(token) nor by O(token_id).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth
@@ -133,6 +142,18 @@ EXAMPLES = r"""
     mode: "0600"
   no_log: true
 
+- name: Read the join token role hub_init made, waiting up to 5 minutes for a hub play running elsewhere
+  multicluster.fleet.bootstrap_token:
+    engine: karmada
+    kubeconfig: /etc/fleet/hub.kubeconfig
+    description: join token created by multicluster.fleet hub_init
+    create: false
+  register: join
+  until: join.missing is not defined
+  retries: 30
+  delay: 10
+  no_log: true
+
 - name: Keep one fixed token id (created, or rewritten when expired or different)
   multicluster.fleet.bootstrap_token:
     engine: ocm
@@ -157,6 +178,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+missing:
+  description: True when O(create=false) found no bootstrap token that serves the request (the task then fails).
+  returned: failure
+  type: bool
+  sample: true
 token:
   description:
     - The full token (V(<id>.<secret>) for a bootstrap token, a JWT for a ServiceAccount token). Keep it secret.
@@ -224,7 +250,7 @@ objects:
   sample: ["Secret/kube-system/bootstrap-token-abcdef: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, hub, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, hub, karmada, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
@@ -250,7 +276,7 @@ def present(module, cluster, ttl_seconds):
         groups = params["groups"] if params["groups"] is not None else [tokens.ENGINE_GROUPS[params["engine"]]]
         usages = params["usages"] if params["usages"] is not None else list(bootstrap.DEFAULT_USAGES)
         done = tokens.ensure_token(cluster, groups, usages, ttl_seconds, params["description"], params["token"],
-                                   params["token_id"], module.check_mode)
+                                   params["token_id"], module.check_mode, create=params["create"])
         info = done["info"]
         result = dict(changed=done["action"] != "unchanged", token=done["token"], token_id=info["token_id"],
                       expiration=info["expiration"], usages=info["usages"], groups=info["groups"],
@@ -268,6 +294,8 @@ def present(module, cluster, ttl_seconds):
 def run(module):
     params = module.params
     ttl_seconds = tokens.parse_duration(params["ttl"])
+    if params["hub_apiserver"]:
+        karmada.validate_api_endpoint(params["hub_apiserver"], "hub_apiserver")
     if params["token_type"] == "service_account":
         if params["engine"] != "ocm":
             raise FleetError("token_type service_account is OCM's join mode; use engine: ocm")
@@ -303,6 +331,7 @@ def main():
             usages=dict(type="list", elements="str", choices=list(bootstrap.KNOWN_USAGES)),
             groups=dict(type="list", elements="str"),
             hub_apiserver=dict(type="str"),
+            create=dict(type="bool", default=True),
         ),
         mutually_exclusive=[("token", "token_id")],
     )

@@ -21,7 +21,9 @@ author:
 options:
   name:
     description:
-      - Read only the member cluster of this name. The result is an empty list when it does not exist.
+      - Read only the member cluster of this name. The result is an empty list when it does not exist (with O(wait),
+        the module waits until it does).
+      - A DNS-1123 label of 1 to 48 (Karmada) or 63 (OCM) characters; other names are refused.
     type: str
   label_selectors:
     description:
@@ -29,6 +31,17 @@ options:
     type: list
     elements: str
     default: []
+  wait:
+    description:
+      - Wait until every cluster the module would list (by O(name) and O(label_selectors)) has the O(wait_condition),
+        and with O(name) until that cluster exists, so that a play can wait for members to become ready without an
+        C(until) loop. The clusters are read again every O(wait_sleep) seconds.
+      - On timeout the task fails naming the clusters that are not there yet and what was last seen of each, and
+        returns RV(clusters) as last read.
+  wait_condition:
+    description:
+      - The condition O(wait) waits for on every listed cluster.
+      - Default C(Ready=True) for Karmada and C(ManagedClusterConditionAvailable=True) for OCM, what RV(clusters[].ready) reports.
 seealso:
   - module: multicluster.fleet.cluster_join
   - module: multicluster.fleet.cluster_register
@@ -42,6 +55,8 @@ seealso:
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth
+  - multicluster.fleet.wait
+  - multicluster.fleet.wait.condition
   - multicluster.fleet.attributes
   - multicluster.fleet.attributes.info_module
 """
@@ -63,6 +78,23 @@ EXAMPLES = r"""
     name: cluster1
   register: cluster1
 
+- name: Wait until member1 and member2 are registered and ready, checking every 10 seconds for up to 10 minutes
+  multicluster.fleet.cluster_info:
+    engine: karmada
+    name: "{{ item }}"
+    wait: true
+    wait_sleep: 10
+    wait_timeout: 600
+  loop: [member1, member2]
+
+- name: Wait until every OCM cluster labelled env=prod has joined
+  multicluster.fleet.cluster_info:
+    engine: ocm
+    label_selectors: [env=prod]
+    wait: true
+    wait_condition:
+      type: ManagedClusterJoined
+
 - name: Production clusters in Europe
   multicluster.fleet.cluster_info:
     engine: ocm
@@ -74,7 +106,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 clusters:
-  description: The member clusters, sorted by name.
+  description: The member clusters, sorted by name. Also returned when O(wait) times out, as last read.
   returned: always
   type: list
   elements: dict
@@ -103,6 +135,10 @@ clusters:
       description: The member's Kubernetes version as the engine reports it.
       type: str
       sample: v1.20.2
+    created:
+      description: When the member was registered on the hub (the object's C(creationTimestamp)); AGE in C(kubectl get).
+      type: str
+      sample: "2026-11-24T12:00:00Z"
     ready:
       description: Karmada condition C(Ready), OCM condition C(ManagedClusterConditionAvailable), is V(True).
       type: bool
@@ -141,21 +177,28 @@ clusters:
       type: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES, member_clusters
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
 def run(module):
+    params = module.params
+    resources.check_wait_options(params)
     hub = module.cluster()
-    clusters = member_clusters(hub, module.params["engine"], module.params["name"], module.params["label_selectors"])
+    if params["wait"]:
+        clusters = fleet.wait_for_clusters(hub, params["engine"], params["name"], params["label_selectors"],
+                                           params["wait_condition"], params["wait_timeout"], params["wait_sleep"])
+    else:
+        clusters = fleet.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
     return dict(changed=False, clusters=clusters)
 
 
 def main():
     module = FleetModule(argument_spec=dict(
-        engine=dict(type="str", required=True, choices=list(ENGINES)),
+        engine=dict(type="str", required=True, choices=list(fleet.ENGINES)),
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
+        **resources.wait_argument_spec(condition=True)
     ))
     module.run(run)
 

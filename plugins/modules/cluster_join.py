@@ -79,16 +79,20 @@ options:
     elements: str
   wait:
     description:
-      - With O(state=present), wait until Karmada reports the Cluster's condition C(Ready=True).
-      - A C(Ready=True) from before this run's changes counts until Karmada's controller has looked at the member again.
+      - With O(state=present), wait until Karmada reports the O(wait_condition) on the Cluster (by default C(Ready=True)).
+      - A condition from before this run's changes counts until Karmada's controller has looked at the member again.
       - O(state=absent) always waits for the Cluster to be gone before it removes credentials the controller still needs.
-    type: bool
-    default: false
+      - In check mode nothing is written, so nothing is waited for.
+  wait_condition:
+    description:
+      - The condition of the Cluster O(wait) waits for. Default C(Ready=True).
   wait_timeout:
     description:
-      - Seconds to wait for each of the member tokens, for C(Ready) (with O(wait)), and for deletions.
-    type: int
-    default: 60
+      - Seconds to wait for each of the member tokens, for the O(wait_condition) (with O(wait)), and for deletions;
+        at least V(1).
+  wait_sleep:
+    description:
+      - Seconds between two reads of the Cluster while O(wait) waits (at least V(1)).
   force:
     description:
       - With O(state=absent), when the Cluster is still there after O(wait_timeout), remove the finalizers that hold it,
@@ -105,6 +109,8 @@ seealso:
 extends_documentation_fragment:
   - multicluster.fleet.auth
   - multicluster.fleet.auth.member
+  - multicluster.fleet.wait
+  - multicluster.fleet.wait.condition
   - multicluster.fleet.attributes
 attributes:
   check_mode:
@@ -114,7 +120,7 @@ attributes:
   diff_mode:
     support: full
     details:
-      - Shows the Cluster before and after.
+      - Shows the Cluster before and after, under the header C(hub Cluster/<cluster_name>).
   idempotent:
     support: full
 """
@@ -206,6 +212,7 @@ changes:
     - "hub Secret/karmada-cluster/member1: unchanged"
 """
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.join import join, unjoin
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
@@ -231,10 +238,9 @@ def main():
             provider=dict(type="str"),
             region=dict(type="str"),
             zones=dict(type="list", elements="str"),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=60),
             force=dict(type="bool", default=False),
             member=cluster_argument_spec(),
+            **resources.wait_argument_spec(condition=True)
         ),
         required_if=[("state", "present", ("member",))],
     )

@@ -31,6 +31,10 @@ description:
   - A pending CSR that passes the checks is approved even when the cluster was accepted before, as happens when a
     member registers again or renews while the approved CSR of its earlier registration is still listed
     (kube-controller-manager deletes issued CSRs only after an hour).
+  - One agent holds one certificate, so at most one CSR per cluster is approved in a run - the newest acceptable
+    one. The other acceptable CSRs are reported under RV(clusters[].rejected) with the reason and left pending.
+  - A Karmada cluster that the hub has in Push mode runs no agent - Karmada reaches it with its own credentials.
+    Agent CSRs for it are refused (and denied with O(deny_invalid)), and the cluster is reported as not accepted.
   - A cluster without such a pending CSR that is accepted already (its agent holds an approved certificate or has
     joined; OCM also C(hubAcceptsClient)) is left alone and reported unchanged. For OCM, a cluster whose agent holds
     an approved certificate but whose ManagedCluster still has C(hubAcceptsClient=false) gets it set.
@@ -65,26 +69,26 @@ options:
         then act. Agents create their CSRs a few seconds after joining.
       - Without O(expect_new_csr), an approved CSR of an earlier registration, still listed for up to an hour, counts
         as accepted already and ends the wait at once, before the CSR of a registration that is under way appears.
-    type: bool
-    default: false
   expect_new_csr:
     description:
       - The clusters' agents are requesting certificates now (a first registration, a re-registration, a renewal),
         and this task is to approve those requests.
       - The approved CSRs the task finds when it starts, and a member that has joined, then do not count as accepted;
         only a CSR the task approves, or one approved by someone else since it started, does. With O(wait), the task
-        waits for such a CSR; without it, or after O(timeout), a cluster without one fails.
+        waits for such a CSR; without it, or after O(wait_timeout), a cluster without one fails.
       - Leave it false for a task that is also to confirm, unchanged, clusters accepted earlier.
     type: bool
     default: false
-  timeout:
+  wait_timeout:
     description:
-      - Seconds to wait with O(wait). The task fails after that, naming the clusters still without an acceptable CSR.
-    type: int
-    default: 60
+      - Seconds to wait with O(wait) (V(0) checks once). The task fails after that, naming the clusters still without
+        an acceptable CSR.
+      - The alias O(timeout) is the name of earlier releases.
+    aliases: [timeout]
 extends_documentation_fragment:
   - multicluster.fleet.auth
   - multicluster.fleet.engine
+  - multicluster.fleet.wait
   - multicluster.fleet.attributes
 attributes:
   check_mode:
@@ -114,7 +118,8 @@ EXAMPLES = r"""
     engine: ocm
     clusters: [cluster1, cluster2]
     wait: true
-    timeout: 120
+    wait_timeout: 120
+    wait_sleep: 2
     kubeconfig: /etc/fleet/hub.kubeconfig
   register: accepted
 
@@ -133,7 +138,7 @@ EXAMPLES = r"""
     requesters: [system:bootstrap:abcdef]
     expect_new_csr: true
     wait: true
-    timeout: 300
+    wait_timeout: 300
 
 - name: Accept every pull member of the inventory
   multicluster.fleet.csr_accept:
@@ -168,7 +173,9 @@ clusters:
       elements: str
       sample: [cluster1-7bx9k]
     rejected:
-      description: Pending CSRs of the cluster that were not approved, with why.
+      description:
+        - Pending CSRs of the cluster that were not approved, with why - those that break a rule, and acceptable ones
+          older than the CSR approved.
       type: list
       elements: dict
       contains:
@@ -193,6 +200,7 @@ clusters:
       sample: []
 """
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.accept import accept
 from ansible_collections.multicluster.fleet.plugins.module_utils.csr import ENGINES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
@@ -201,10 +209,12 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 
 def run(module):
     params = module.params
+    resources.check_wait_options(params)
     try:
         result = accept(module.cluster(), params["engine"], params["clusters"], requesters=params["requesters"],
-                        deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["timeout"],
-                        check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"])
+                        deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["wait_timeout"],
+                        check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"],
+                        interval=params["wait_sleep"])
     except FleetError as exc:
         if not module._diff:
             exc.details.pop("diff", None)
@@ -215,14 +225,15 @@ def run(module):
 
 
 def main():
+    wait = resources.wait_argument_spec()
+    wait["wait_timeout"]["aliases"] = ["timeout"]
     module = FleetModule(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(ENGINES)),
         clusters=dict(type="list", elements="str", required=True),
         requesters=dict(type="list", elements="str"),
         deny_invalid=dict(type="bool", default=False),
-        wait=dict(type="bool", default=False),
-        timeout=dict(type="int", default=60),
         expect_new_csr=dict(type="bool", default=False),
+        **wait
     ))
     module.run(run)
 

@@ -43,11 +43,17 @@ options:
     description:
       - The hub API server URL members reach, published in C(kube-public/cluster-info). It may differ from the
         URL the controller uses (a load balancer, a public name).
+      - An V(https) (or V(http)) URL with a host and no path parameters, as M(multicluster.fleet.cluster_join) takes
+        its O(multicluster.fleet.cluster_join#module:api_endpoint); anything else is refused.
       - Default the server of the hub connection.
     type: str
   hub_ca_cert:
     description:
       - Path to the CA bundle (PEM) members use to verify O(hub_apiserver), published in C(kube-public/cluster-info).
+      - It must verify the certificate the hub's API server presents. The module reads that certificate over TLS
+        (through the hub connection's address) and refuses a bundle that does not verify it, naming the pins of the
+        bundle and of the CA that did issue the certificate; nothing is changed then. When the hub connection goes
+        through a proxy the check is skipped with a warning.
       - Default the CA that verifies the hub connection (O(ca_cert), or the kubeconfig's certificate authority).
     type: path
   csr_auto_approval:

@@ -19,6 +19,9 @@ description:
   - Objects are applied in the order given; an object that exists is merge-patched with the fields of its
     manifest only when one of them differs, so a second run reports no change. A CRD that was created or
     changed is waited for until it is C(Established) before the next object, which may be of its kind.
+  - Before anything is written, every object is sent to the API server as a server-side dry run. When the server
+    refuses one (an invalid name, a missing field, a failed admission check), the task fails naming each refused
+    object and writes nothing. A failure once writes have begun reports C(changed) and names the objects written.
   - Objects are removed in reverse order, so a bundle that lists namespaces and CRDs first removes them last.
   - Only known kinds are accepted (the core kinds listed under O(objects), Karmada C(Cluster) and C(Work), OCM
     C(ManagedCluster), C(ManifestWork), C(ClusterManager) and C(Klusterlet)); their REST paths are known, so no
@@ -70,16 +73,22 @@ options:
   wait:
     description:
       - With O(state=present), wait until every Deployment is C(Available) for its current generation, every CRD is
-        C(Established) and every object of another kind has the O(wait_conditions).
+        C(Established) and every object of another kind has the O(wait_condition) (or each of the O(wait_conditions)).
       - With O(state=absent), wait until each object is gone (its finalizers done) before deleting the next one.
-    type: bool
-    default: false
-  wait_conditions:
+      - In check mode nothing is written, so nothing is waited for.
+  wait_condition:
     description:
-      - With O(wait), the status conditions objects other than Deployments and CRDs must have, for example the
-        C(Applied=True) of an OCM ClusterManager. Without them such objects are not waited for.
+      - With O(wait), the status condition objects other than Deployments and CRDs must have, for example the
+        C(Applied=True) of an OCM ClusterManager, as in M(kubernetes.core.k8s). Without it (or O(wait_conditions)) such
+        objects are not waited for.
       - A C(status.observedGeneration) older than the object's generation means its controller has not seen the
         current spec yet; the wait goes on until it has.
+      - Mutually exclusive with O(wait_conditions).
+  wait_conditions:
+    description:
+      - With O(wait), several conditions that objects other than Deployments and CRDs must all have, each as
+        O(wait_condition).
+      - Mutually exclusive with O(wait_condition).
     type: list
     elements: dict
     default: []
@@ -93,13 +102,16 @@ options:
         type: str
         choices: ["True", "False", "Unknown"]
         default: "True"
+      reason:
+        description: The condition reason to wait for as well; any reason when unset.
+        type: str
   wait_timeout:
     description:
-      - How many seconds each wait may take.
-    type: int
-    default: 120
+      - How many seconds each wait may take (V(0) checks once).
 extends_documentation_fragment:
   - multicluster.fleet.auth
+  - multicluster.fleet.wait
+  - multicluster.fleet.wait.condition
   - multicluster.fleet.attributes
 attributes:
   check_mode:
@@ -145,6 +157,26 @@ EXAMPLES = r"""
       - type: HubRegistrationDegraded
         status: "False"
 
+- name: Create a Karmada Cluster object and wait until Karmada reports it Ready, checking every 10 seconds
+  multicluster.fleet.k8s_objects:
+    objects:
+      - apiVersion: cluster.karmada.io/v1alpha1
+        kind: Cluster
+        metadata:
+          name: member1
+        spec:
+          syncMode: Pull
+    wait: true
+    wait_condition:
+      type: Ready
+    wait_sleep: 10
+    wait_timeout: 300
+  register: applied
+
+- name: Show the stored Cluster, as kubernetes.core.k8s returns it
+  ansible.builtin.debug:
+    var: applied.result.status
+
 - name: Create the CRDs of a bundle only where they are missing
   multicluster.fleet.k8s_objects:
     src: /opt/bundles/crds.yaml
@@ -179,13 +211,51 @@ objects:
   description:
     - What happened to each object, C(Kind/namespace/name) (or C(Kind/name)) and one of V(created), V(updated),
       V(unchanged), V(deleted), V(absent). In the order applied (reverse order for O(state=absent)).
-  returned: success
+    - Also returned when the task fails after writes began, for the objects handled until then.
+  returned: always
   type: list
   elements: str
   sample: ["Namespace/open-cluster-management: created", "Deployment/open-cluster-management/cluster-manager: unchanged"]
+method:
+  description:
+    - With a single object, how it was handled, as M(kubernetes.core.k8s) says it - V(create), V(update) (also when
+      nothing had to change) or V(delete).
+  returned: success, when the task handles one object
+  type: str
+  sample: create
+result:
+  description:
+    - The objects, as M(kubernetes.core.k8s) returns them. With a single object, the object itself. With several,
+      C(results) - one entry per object, in the order of RV(objects).
+    - An object is as the API server stored it (in check mode, as it would store it; with O(wait), as last read while
+      waiting), without C(managedFields) and the other server-owned metadata, Secret values masked. A deleted or
+      absent object is empty.
+  returned: success
+  type: dict
+  sample:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: settings, namespace: fleet-demo}
+    data: {region: eu-west-1}
+  contains:
+    results:
+      description: With several objects, one entry per object.
+      returned: when the task handles several objects
+      type: list
+      elements: dict
+      contains:
+        changed:
+          description: Whether this object changed.
+          type: bool
+        method:
+          description: V(create), V(update) or V(delete).
+          type: str
+        result:
+          description: The object (empty once deleted).
+          type: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import objects, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import objects, resources, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -196,15 +266,16 @@ def run(module):
         manifests = [manifest for manifest, _origin in work.load_sources([params["src"]])]
     module.no_log_values.update(work.secret_values(objects.expand(manifests)))
     items = objects.prepare(manifests, params["namespace"])
+    resources.check_wait_options(params)
     cluster = module.cluster()
     if params["state"] == "present":
-        conditions = [(c["type"], c["status"]) for c in params["wait_conditions"]]
+        conditions = [params["wait_condition"]] if params["wait_condition"] else params["wait_conditions"]
         outcomes = objects.apply(cluster, items, module.check_mode, params["existing"], params["wait"], params["wait_timeout"],
-                                 conditions)
+                                 conditions, params["wait_sleep"])
     else:
         outcomes = objects.remove(cluster, items, module.check_mode, params["keep_unlabeled"], params["wait"],
-                                  params["wait_timeout"])
-    return objects.result(outcomes)
+                                  params["wait_timeout"], params["wait_sleep"])
+    return objects.result(outcomes, params["state"])
 
 
 def main():
@@ -217,14 +288,14 @@ def main():
             state=dict(type="str", choices=["present", "absent"], default="present"),
             existing=dict(type="str", choices=list(objects.EXISTING), default="update"),
             keep_unlabeled=dict(type="bool", default=False),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=120),
             wait_conditions=dict(type="list", elements="dict", default=[], options=dict(
                 type=dict(type="str", required=True),
-                status=dict(type="str", choices=["True", "False", "Unknown"], default="True"),
+                status=dict(type="str", choices=list(resources.CONDITION_STATUSES), default="True"),
+                reason=dict(type="str"),
             )),
+            **resources.wait_argument_spec(condition=True)
         ),
-        mutually_exclusive=[("objects", "src")],
+        mutually_exclusive=[("objects", "src"), ("wait_condition", "wait_conditions")],
         required_one_of=[("objects", "src")],
     )
     module.run(run)

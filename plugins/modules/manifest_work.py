@@ -174,14 +174,16 @@ options:
                 default: work-agent
   wait_condition:
     description:
-      - What O(wait) waits for on every targeted work.
-      - V(Applied) - the agent applied every manifest (OCM condition C(Applied) for the current generation; Karmada
-        condition C(Applied)).
-      - V(Available) - additionally every object exists and is up (OCM condition C(Available); Karmada, whose
-        controllers write no such condition, every manifest's reported health C(Healthy)).
-    type: str
-    choices: [Applied, Available]
-    default: Applied
+      - What O(wait) waits for on every targeted work, as the C(wait_condition) of M(kubernetes.core.k8s) - a dict with
+        C(type), C(status) (V(True), V(False) or V(Unknown); default V(True)) and optionally C(reason).
+      - C(type=Applied) - the agent applied every manifest (OCM condition C(Applied) for the current generation;
+        Karmada condition C(Applied)).
+      - C(type=Available) - additionally every object exists and is up (OCM condition C(Available); Karmada, whose
+        controllers write no such condition, every manifest's reported health C(Healthy), so only with status V(True)
+        and no reason).
+      - "A string is taken as the C(type) (the form of earlier releases): V(Available) stands for C({type: Available})."
+      - "Default C({type: Applied, status: 'True'})."
+    type: raw
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth
@@ -244,8 +246,10 @@ EXAMPLES = r"""
     delete_option:
       propagation_policy: Orphan
     wait: true
-    wait_condition: Available
+    wait_condition:
+      type: Available
     wait_timeout: 300
+    wait_sleep: 10
 
 - name: A Deployment with status feedback, applied server side (OCM)
   multicluster.fleet.manifest_work:
@@ -368,7 +372,7 @@ diff:
   elements: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import work
+from ansible_collections.multicluster.fleet.plugins.module_utils import resources, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
@@ -380,17 +384,18 @@ def _identifier_spec():
 
 def run(module):
     params = module.params
+    resources.check_wait_options(params)
     hub = module.cluster()
     if params["state"] == "absent":
         result = work.remove(hub, params["engine"], params["name"], params["clusters"], check_mode=module.check_mode,
-                             wait=params["wait"], wait_timeout=params["wait_timeout"])
+                             wait=params["wait"], wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
     else:
         manifests = [(m, None) for m in params["manifests"] or []] + work.load_sources(params["src"])
         module.no_log_values.update(work.secret_values(m for m, _origin in manifests))
         options = dict((k, params[k]) for k in ("labels", "annotations", "delete_option", "manifest_configs"))
         result = work.deliver(hub, params["engine"], params["name"], params["clusters"], manifests, options,
                               check_mode=module.check_mode, wait=params["wait"], wait_condition=params["wait_condition"],
-                              wait_timeout=params["wait_timeout"])
+                              wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
     if not module._diff:
         result.pop("diff")
     return result
@@ -426,9 +431,8 @@ def main():
                         field_manager=dict(type="str", default=work.OCM_FIELD_MANAGER))),
                 )),
             )),
-            wait=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=120),
-            wait_condition=dict(type="str", choices=list(work.CONDITIONS), default=work.APPLIED),
+            wait_condition=dict(type="raw"),
+            **resources.wait_argument_spec()
         ),
         required_if=[("state", "present", ("manifests", "src"), True)],
     )

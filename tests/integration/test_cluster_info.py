@@ -1,6 +1,7 @@
 """cluster_info against the lab hub: real API server, real CRDs, real authentication and RBAC."""
 
 import socket
+import threading
 
 import pytest
 
@@ -106,6 +107,60 @@ def test_module_defaults_group_and_environment(lab, registered):
     done = run_playbook(plays, env={"K8S_AUTH_CONTEXT": "hub"})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok=2" in done.stdout
+
+
+class TestWait:
+    """cluster_info waits for members to become ready (or any wait_condition), so a play needs no until loop."""
+
+    def test_ready_clusters_end_the_wait_at_once(self, hub, registered):
+        result = run_module("cluster_info", dict(hub, engine="karmada", label_selectors=["env=prod"], wait=True, wait_timeout=0))
+        assert [c["name"] for c in by_name(result).values()] == ["info-push"]
+
+    def test_timeout_names_the_clusters_not_there_yet(self, lab, hub, registered):
+        result = run_module("cluster_info", dict(hub, engine="karmada", name="info-pull", wait=True, wait_timeout=0))
+        assert result["rc"] == 1 and result.get("changed") is not True
+        assert result["msg"] == ("timed out after 0s waiting for member cluster info-pull on cluster 'hub' (%s) to have "
+                                 "Ready=True; last seen: info-pull: no Ready condition yet" % lab.clusters["hub"]["server"])
+        assert [c["name"] for c in result["clusters"]] == ["info-pull"]  # as last read
+        missing = run_module("cluster_info", dict(hub, engine="ocm", name="info-nope", wait=True, wait_timeout=0))
+        assert missing["rc"] == 1 and missing["msg"].endswith(
+            "to have ManagedClusterConditionAvailable=True; last seen: info-nope is not registered (no ManagedCluster of "
+            "that name)")
+
+    def test_wait_condition(self, hub, registered):
+        joined = run_module("cluster_info", dict(hub, engine="ocm", name="info-ocm-a", wait=True, wait_timeout=0,
+                                                 wait_condition={"type": "ManagedClusterJoined", "reason": "ManagedClusterJoined"}))
+        assert list(by_name(joined)) == ["info-ocm-a"]
+        refused = run_module("cluster_info", dict(hub, engine="ocm", name="info-ocm-b", wait=True, wait_timeout=0,
+                                                  wait_condition={"type": "HubAcceptedManagedCluster", "status": "False"}))
+        assert refused["rc"] == 1 and "info-ocm-b: no HubAcceptedManagedCluster condition yet" in refused["msg"]
+
+    def test_a_cluster_that_becomes_ready_while_waiting(self, hub, registered):
+        """The module waits (re-reading every wait_sleep) until the Karmada controller reports the cluster Ready."""
+        result = {}
+        waiting = threading.Thread(target=lambda: result.update(run_module("cluster_info", dict(
+            hub, engine="karmada", name="info-pull", wait=True, wait_timeout=120, wait_sleep=1))))
+        waiting.start()
+        try:
+            registered.request("PATCH", CLUSTER.path(name="info-pull", subresource="status"), content_type=resources.MERGE_PATCH,
+                               body={"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady",
+                                                                "message": "cluster is healthy and ready",
+                                                                "lastTransitionTime": "2026-11-22T03:19:58Z"}]}})
+        finally:
+            waiting.join(150)
+            registered.request("PATCH", CLUSTER.path(name="info-pull", subresource="status"), content_type=resources.MERGE_PATCH,
+                               body={"status": {"conditions": None}})
+        assert by_name(result)["info-pull"]["ready"] is True
+
+    @pytest.mark.parametrize("args, message", [
+        (dict(wait_timeout=-1), "wait_timeout must not be negative, got -1"),
+        (dict(wait_sleep=0), "wait_sleep must be at least 1 second, got 0"),
+        (dict(name="Info_Push"), "invalid cluster name 'Info_Push': Karmada cluster names are DNS-1123 labels"),
+        (dict(name="i" * 49), "of 1 to 48 characters"),
+    ])
+    def test_bad_input(self, hub, args, message):
+        result = run_module("cluster_info", dict(hub, engine="karmada", wait=True, **args))
+        assert result["rc"] == 1 and message in result["msg"]
 
 
 def closed_port():

@@ -85,6 +85,7 @@ MEMBERS = {EAST: "member1", WEST: "member2"}
 def args(lab):
     """Module arguments to join ``cluster_name`` (its member from MEMBERS unless given)."""
     def build(cluster_name, member=None, **options):
+        options.setdefault("wait_sleep", 1)  # the simulated controller reports every half second
         return dict(auth(lab, lab.hub), cluster_name=cluster_name, member=auth(lab, member or MEMBERS[cluster_name]),
                     **options)
     return build
@@ -154,6 +155,7 @@ class TestPushLifecycle:
             "member Secret/karmada-cluster/karmada-impersonator: created"]
         assert "hub Cluster/cj-east: created" in result["changes"]
         assert result["diff"]["before"] == {} and result["diff"]["after"]["spec"]["region"] == "eu-west-1"
+        assert result["diff"]["before_header"] == result["diff"]["after_header"] == "hub Cluster/cj-east"
         assert resources.get(hub, CLUSTER, EAST) is None
         assert resources.get(connection(lab, "member1"), NAMESPACE, NS) is None
 
@@ -270,6 +272,10 @@ class TestPushLifecycle:
         failed(run(args(EAST, api_endpoint=endpoint, wait=True, wait_timeout=2)),
                "Cluster/cj-east on cluster 'hub' (%s) to have Ready=True" % lab.clusters["hub"]["server"],
                "ClusterNotReachable: cluster is not reachable", "reaches %s with the stored token" % endpoint)
+        # wait_condition as kubernetes.core has it: this state is what it waits for
+        unreachable = ok(run(args(EAST, api_endpoint=endpoint, wait=True, wait_timeout=20,
+                                  wait_condition={"type": "Ready", "status": "False", "reason": "ClusterNotReachable"})))
+        assert not unreachable["changed"] and resources.condition(unreachable["cluster"], "Ready")["status"] == "False"
         back = ok(run(args(EAST, wait=True)))
         assert changed_lines(back) == ["hub Cluster/cj-east: updated"]
         assert back["cluster"]["spec"]["apiEndpoint"] == lab.clusters["member1"]["server"]
@@ -373,6 +379,8 @@ class TestBadInput:
         ({"cluster_name": "m" * 49}, "of 1 to 48 characters"),
         ({"zones": ["eu-1a", "eu-1a"]}, "zones lists eu-1a more than once"),
         ({"api_endpoint": "127.0.0.1:6443"}, "invalid api_endpoint '127.0.0.1:6443'"),
+        ({"wait_timeout": -1}, "wait_timeout must be at least 1 second, got -1"),
+        ({"wait_sleep": 0}, "wait_sleep must be at least 1 second, got 0"),
     ])
     def test_invalid_options(self, hub, args, options, fragment):
         options = dict(options)

@@ -198,7 +198,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
     controller = SimulatedRegistrationController(lab, [name]).start()
     klusterlet = SimulatedKlusterlet(lab, "member1", cluster_name=name).start()
     try:
-        checked = accept(hub_auth, "ocm", [name], check_mode=True, wait=True, timeout=60)
+        checked = accept(hub_auth, "ocm", [name], check_mode=True, wait=True, timeout=60, wait_sleep=1)
         assert checked["rc"] == 0 and checked["changed"] is True, checked.get("msg")
         approved = checked["clusters"][0]["approved"]
         assert len(approved) == 1 and approved[0].startswith(name + "-")
@@ -206,7 +206,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
         assert state_of(hub, csr_name) == []  # check mode wrote nothing
         assert resources.get(hub, MANAGED_CLUSTER, name)["spec"]["hubAcceptsClient"] is False
 
-        done = accept(hub_auth, "ocm", [name], diff=True, wait=True)
+        done = accept(hub_auth, "ocm", [name], diff=True, wait=True, wait_sleep=1)
         assert done["rc"] == 0 and done["changed"] is True, done.get("msg")
         assert done["clusters"] == [{"name": name, "approved": [csr_name], "rejected": [], "denied": [], "accepted": True}]
         assert [d["before_header"] for d in done["diff"]] == ["CertificateSigningRequest/" + csr_name, "ManagedCluster/" + name]
@@ -407,7 +407,7 @@ def test_karmada_reregistration_within_the_hour(lab, hub, hub_auth, tokens):
     name = "csr-rereg-" + rand()
     token = tokens.create(bootstrap.KARMADA_DEFAULT_GROUP)
     registration = Registration(lab, hub_auth, name, token, tokens.discover(token))
-    options = {"requesters": ["system:bootstrap:" + token.split(".")[0]], "wait": True, "timeout": 60}
+    options = {"requesters": ["system:bootstrap:" + token.split(".")[0]], "wait": True, "timeout": 60, "wait_sleep": 1}
 
     def csrs_of_cluster():
         return sorted(item["metadata"]["name"] for item in resources.list_objects(hub, CSR) if item["metadata"]["name"].startswith(name + "-"))
@@ -543,3 +543,61 @@ class TestRefusals:
         assert result["rc"] == 1
         assert "timed out after 2s waiting for the agent CSRs of %s: %s: no pending CSR from its agent yet" % (name, name) in result["msg"]
         assert result["waiting"] == [name]
+
+
+class TestOneCertificatePerAgent:
+    """Regressions: two CSRs for one cluster's agent identity were both approved, also for a Push cluster (no agent)."""
+
+    def test_of_two_keys_only_the_newest_csr_is_approved(self, hub, hub_auth, requester, submitted):
+        name = "csr-one-" + rand()
+        submitted(requester, name + "-0lder", "system:karmada:agent:" + name, KARMADA_AGENTS)
+        submitted(requester, name + "-n3wer", "system:karmada:agent:" + name, KARMADA_AGENTS)  # another key
+        result = accept(hub_auth, "karmada", [name], deny_invalid=True)
+        assert result["rc"] == 0 and result["changed"] is True, result.get("msg")
+        assert result["clusters"][0]["approved"] == [name + "-n3wer"] and result["clusters"][0]["denied"] == []
+        assert result["clusters"][0]["rejected"] == [{
+            "name": name + "-0lder", "requester": requester.name.split(" as ")[1],
+            "reasons": ["not approved: cluster %s gets one agent certificate, from its newest acceptable CSR %s-n3wer"
+                        % (name, name)]}]
+        assert state_of(hub, name + "-n3wer") == [("Approved", "MulticlusterFleetApproved")]
+        assert state_of(hub, name + "-0lder") == []
+
+    def test_agent_csrs_of_a_push_cluster_are_refused(self, hub, hub_auth, tokens, requester, submitted):
+        name = "csr-push-" + rand()
+        resources.ensure(hub, CLUSTER, {"metadata": {"name": name}, "spec": {
+            "syncMode": "Push", "apiEndpoint": "https://127.0.0.1:6443", "id": "push-" + name}})
+        try:
+            second = tokens.client(tokens.create(bootstrap.KARMADA_DEFAULT_GROUP))
+            submitted(requester, name + "-k3y0n", "system:karmada:agent:" + name, KARMADA_AGENTS)
+            submitted(second, name + "-k3y2t", "system:karmada:agent:" + name, KARMADA_AGENTS)
+            reason = ("cluster %s is registered on the hub in Push mode, where no agent runs: refusing agent CSRs for it"
+                      " (unjoin it first to register it in Pull mode)" % name)
+            checked = accept(hub_auth, "karmada", [name], check_mode=True, requesters=[requester.name.split(" as ")[1]])
+            assert checked["rc"] == 1 and checked["msg"] == "cluster 'hub' (%s): not accepted: %s (%s)" % (
+                hub.server, name, reason)
+            done = accept(hub_auth, "karmada", [name], deny_invalid=True, wait=True, wait_timeout=60)  # nothing to wait for
+            assert done["rc"] == 1 and reason in done["msg"]
+            cluster = done["clusters"][0]
+            assert cluster["approved"] == [] and cluster["accepted"] is False
+            assert sorted(cluster["denied"]) == [name + "-k3y0n", name + "-k3y2t"] and done["changed"] is True
+            assert state_of(hub, name + "-k3y0n") == state_of(hub, name + "-k3y2t") == [("Denied", "MulticlusterFleetDenied")]
+        finally:
+            resources.delete(hub, CLUSTER, name)
+
+
+class TestWaitOptions:
+    @pytest.mark.parametrize("option", ["wait_timeout", "timeout"])
+    def test_negative_timeout_is_refused(self, hub_auth, option):
+        """Regression: timeout -1 was taken, then reported as "timed out after -1s"."""
+        result = accept(hub_auth, "karmada", ["csr-neg"], wait=True, **{option: -1})
+        assert result["rc"] == 1 and result["msg"] == "wait_timeout must not be negative, got -1"
+
+    def test_wait_sleep_below_a_second_is_refused(self, hub_auth):
+        result = accept(hub_auth, "karmada", ["csr-neg"], wait=True, wait_sleep=0)
+        assert result["rc"] == 1 and result["msg"] == "wait_sleep must be at least 1 second, got 0"
+
+    def test_wait_timeout_and_wait_sleep(self, hub_auth):
+        name = "csr-sec-" + rand()
+        result = accept(hub_auth, "karmada", [name], wait=True, wait_timeout=2, wait_sleep=1)
+        assert result["rc"] == 1 and result["waiting"] == [name]
+        assert "timed out after 2s waiting for the agent CSRs of %s" % name in result["msg"]

@@ -150,17 +150,17 @@ def test_cluster_info_created_signed_reported_and_updated(lab, tmp_path):
         fleet_lab.wait_for(lambda: key in anonymous.get(bootstrap.CLUSTER_INFO_PATH)["data"], 30, key)
         assert bootstrap.discover_hub(member["server"], token, made["ca_cert_hashes"])["server"] == member["server"]
 
-        # another URL for members: reported, not changed
+        # another URL and CA bundle (one that verifies the server, with a second CA) for members: reported, not changed
         public = "https://member2.example.test:6443"
-        other_ca = tmp_path / "ca.crt"
-        other_ca.write_text(open(lab.clusters["member1"]["ca_cert"]).read())
-        different = registration(dict(args, hub_apiserver=public, hub_ca_cert=str(other_ca)))
+        bundle = tmp_path / "ca.crt"
+        bundle.write_text(ca_pem + open(lab.clusters["member1"]["ca_cert"]).read())
+        different = registration(dict(args, hub_apiserver=public, hub_ca_cert=str(bundle)))
         assert not different["changed"]
         assert different["cluster_info"] == {"action": "different", "server": member["server"],
                                              "ca_cert_hashes": made["ca_cert_hashes"], "matches": False}
         warnings = json.dumps(different["warnings"])  # ansible-core 2.19 returns them as structured events
         assert "publishes server %s" % member["server"] in warnings and "update_cluster_info: true" in warnings
-        assert different["ca_cert_hashes"] == [bootstrap.ca_pin(other_ca.read_text())]
+        assert different["ca_cert_hashes"] == bootstrap.pins_of_bundle(bundle.read_text())
 
         update = dict(args, hub_apiserver=public, update_cluster_info=True)
         assert registration(update, check_mode=True)["changed"]
@@ -183,6 +183,37 @@ def test_cluster_info_created_signed_reported_and_updated(lab, tmp_path):
         registration(dict(args, update_cluster_info=True))
         registration(dict(args, state="absent"))
     assert hub_utils.published(anonymous.get(bootstrap.CLUSTER_INFO_PATH)) == (member["server"], ca_pem)
+
+
+def test_a_ca_that_is_not_the_hubs_is_refused(lab, tmp_path):
+    """Regression: hub_ca_cert set to another cluster's CA rewrote cluster-info with it and returned its pin."""
+    name = "member2"
+    admin = client.get_cluster(auth(lab, name), name)
+    before = resources.get(admin, resources.CONFIG_MAP, "cluster-info", "kube-public")
+    other = tmp_path / "member1-ca.crt"
+    other.write_text(open(lab.clusters["member1"]["ca_cert"]).read())
+    own_pin = bootstrap.ca_pin(open(lab.clusters[name]["ca_cert"]).read())
+    for check_mode in (True, False):
+        result = run_module("hub_registration", dict(auth(lab, name), engine="karmada", hub_ca_cert=str(other),
+                                                     update_cluster_info=True), check_mode=check_mode)
+        assert result["rc"] == 1 and result.get("changed") is not True
+        assert result["msg"].startswith("hub_ca_cert (CA %s) does not verify the serving certificate of cluster 'member2' (%s)"
+                                        % (bootstrap.ca_pin(other.read_text()), lab.clusters[name]["server"])), result["msg"]
+        assert "that certificate was issued by CA %s (CN=member2-ca)" % own_pin in result["msg"], result["msg"]
+    after = resources.get(admin, resources.CONFIG_MAP, "cluster-info", "kube-public")
+    assert (after or {}).get("metadata", {}).get("resourceVersion") == (before or {}).get("metadata", {}).get("resourceVersion")
+    assert resources.get(admin, resources.CLUSTER_ROLE_BINDING, "system:karmada:agent-bootstrap") is None
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("ftp://x", "the scheme must be https (or http)"),
+    ("https://hub.example.com:6443/?x=1", "query parameters and fragments are not permitted"),
+])
+def test_hub_apiserver_is_validated_like_api_endpoint(lab, hub, admin, url, problem):
+    result = run_module("hub_registration", dict(hub, engine="karmada", hub_apiserver=url))
+    assert result["rc"] == 1
+    assert result["msg"] == "invalid hub_apiserver %r: %s; expected a URL such as https://10.0.0.7:6443" % (url, problem)
+    assert resources.get(admin, resources.CLUSTER_ROLE_BINDING, "system:karmada:agent-bootstrap") is None
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -70,6 +70,7 @@ class Fleet:
     def run(self, name, check_mode=False, diff=False, **args):
         args = dict(self.auth, engine=self.engine, name=name, **args)
         args.setdefault("clusters", self.clusters)
+        args.setdefault("wait_sleep", 1)  # the simulated agents sync every half second
         return run_module("manifest_work", args, check_mode=check_mode, diff=diff)
 
     def work(self, cluster, name):
@@ -157,7 +158,8 @@ def cleanup(fleet):
 
 def test_seed_pod_reaches_both_members_changes_propagate_and_foreground_deletes(fleet, cleanup):
     cleanup.append(pod_path("hello"))
-    first = ok(fleet.run("mw-01", manifests=[HELLO], wait=True, wait_timeout=30, diff=True))
+    first = ok(fleet.run("mw-01", manifests=[HELLO], wait=True, wait_timeout=30, diff=True,
+                         wait_condition={"type": "Applied", "status": "True"}))
     assert first["changed"] is True
     assert sorted(first["clusters"]) == sorted(fleet.clusters)
     for cluster, summary in first["clusters"].items():
@@ -266,7 +268,7 @@ def test_wait_timeout_names_the_pending_clusters_and_why(fleet, cleanup):
     try:
         assert failed["rc"] == 1 and failed["changed"] is True
         kind = fleet.kind.kind
-        assert ("timed out after 3s waiting for %s mw-widget to be Applied on 2 cluster(s)" % kind) in failed["msg"]
+        assert ("timed out after 3s waiting for %s mw-widget to have Applied=True on 2 cluster(s)" % kind) in failed["msg"]
         assert "2 of 2 clusters pending" in failed["msg"]
         for cluster in fleet.clusters:
             assert cluster + " (Applied=False" in failed["msg"]
@@ -340,6 +342,27 @@ class TestBadInput:
         self.fails(fleet, "mw-broken", "invalid manifests: manifests[1]: missing kind",
                    manifests=[config_map("ok"), broken])
 
+    @pytest.mark.parametrize("value, problem", [
+        (1, "apiVersion must be a string, not integer 1"),
+        (["v1"], 'apiVersion must be a string, not list ["v1"]'),
+    ])
+    def test_a_non_string_api_version_is_not_called_missing(self, fleet, value, problem):
+        """Regression: a non-string apiVersion was reported as "missing apiVersion"."""
+        broken = dict(config_map("x"), apiVersion=value)
+        result = self.fails(fleet, "mw-broken", "invalid manifests: manifests[1]: " + problem, manifests=[config_map("ok"), broken])
+        assert "missing" not in result["msg"]
+
+    @pytest.mark.parametrize("args, message", [
+        (dict(wait_timeout=-1), "wait_timeout must not be negative, got -1"),
+        (dict(wait_sleep=0), "wait_sleep must be at least 1 second, got 0"),
+        (dict(wait_condition={"type": "Ready"}), "invalid wait_condition: type must be one of Applied, Available, got 'Ready'"),
+        (dict(wait_condition={"type": "Applied", "status": "Yes"}), "status must be one of True, False, Unknown, got 'Yes'"),
+        (dict(wait_condition={"type": "Applied", "state": "x"}), "unknown key state (known: type, status, reason)"),
+        (dict(clusters=["MWO-1"]), "invalid cluster name 'MWO-1'"),
+    ])
+    def test_wait_options_and_cluster_names(self, fleet, args, message):
+        self.fails(fleet, "mw-opts", message, manifests=[config_map("x")], wait=True, **args)
+
     def test_unknown_cluster(self, fleet):
         result = self.fails(fleet, "mw-lost", "cluster 'nowhere' is not registered on the hub (no %s named nowhere)"
                             % fleet.setup["member_kind"].kind,
@@ -356,6 +379,8 @@ class TestBadInput:
         if fleet.engine == "karmada":
             self.fails(fleet, "mw-opts", "SelectivelyOrphan is OCM only", manifests=[config_map("x")],
                        delete_option={"propagation_policy": "SelectivelyOrphan"})
+            self.fails(fleet, "mw-opts", "Karmada writes no Available condition on a Work", manifests=[config_map("x")],
+                       wait=True, wait_condition={"type": "Available", "status": "False"})
         else:
             self.fails(fleet, "mw-opts", "manifest_configs[0]: feedback rule type JSONPaths needs json_paths",
                        manifests=[config_map("x")],

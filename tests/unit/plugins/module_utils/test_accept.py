@@ -220,11 +220,28 @@ class TestRefusals:
         assert cluster["approved"] == ["east-bbbbb"] and cluster["denied"] == ["east-aaaaa"]
         assert cluster["rejected"][0]["reasons"] == ["requester system:bootstrap:aaaaaa is not one of requesters (system:bootstrap:bbbbbb)"]
 
-    def test_same_requester_twice_approves_both(self, hub):
+    def test_one_csr_per_cluster_the_newest(self, hub):
+        """Two acceptable CSRs for one agent identity: only the newest is approved, the other is reported with why."""
         managed_cluster(hub)
-        hub.add(CSR, ocm_csr("east-aaaaa"))
-        hub.add(CSR, ocm_csr("east-bbbbb"))
-        assert accept.accept(hub, "ocm", ["east"])["clusters"][0]["approved"] == ["east-aaaaa", "east-bbbbb"]
+        newer = ocm_csr("east-aaaaa")
+        newer["metadata"]["creationTimestamp"] = "2026-01-01T10:00:05Z"
+        older = ocm_csr("east-bbbbb")  # stored later (a higher resourceVersion), but created earlier
+        older["metadata"]["creationTimestamp"] = "2026-01-01T10:00:00Z"
+        hub.add(CSR, newer)
+        hub.add(CSR, older)
+        result = accept.accept(hub, "ocm", ["east"], deny_invalid=True)
+        assert result["clusters"][0]["approved"] == ["east-aaaaa"] and result["clusters"][0]["accepted"] is True
+        assert result["clusters"][0]["rejected"] == [{"name": "east-bbbbb", "requester": "system:bootstrap:abc123", "reasons": [
+            "not approved: cluster east gets one agent certificate, from its newest acceptable CSR east-aaaaa"]}]
+        assert result["clusters"][0]["denied"] == [] and conditions(hub, "east-bbbbb") == []
+
+    def test_one_csr_per_cluster_within_the_same_second(self, hub):
+        hub.add(CSR, karmada_csr("east-first", user="system:bootstrap:e214n7"))
+        hub.add(CSR, karmada_csr("east-later", user="system:bootstrap:e214n7"))
+        result = accept.accept(hub, "karmada", ["east"])
+        assert result["clusters"][0]["approved"] == ["east-later"]
+        assert [r["name"] for r in result["clusters"][0]["rejected"]] == ["east-first"]
+        assert conditions(hub, "east-first") == []
 
     def test_bad_csr_approved_by_someone_else_is_warned_about(self, hub):
         managed_cluster(hub, accepted=True, joined=True)
@@ -238,7 +255,8 @@ class TestRefusals:
         assert "requester kubernetes-admin" in warnings[0]
 
     @pytest.mark.parametrize("engine, name, fragment", [
-        ("ocm", "East", "DNS-1123 label of 1-63"), ("ocm", "a" * 64, "1-63"), ("karmada", "a" * 49, "1-48"),
+        ("ocm", "East", "DNS-1123 labels"), ("ocm", "a" * 64, "of 1 to 63 characters"), ("ocm", "", "invalid cluster name ''"),
+        ("karmada", "a" * 49, "of 1 to 48 characters"),
         ("karmada", "-east", "invalid"), ("karmada", "rbac-generator", "all-powerful helper identity"),
     ])
     def test_cluster_names(self, hub, engine, name, fragment):
@@ -272,9 +290,26 @@ class TestKarmada:
     def test_pull_cluster_counts_as_accepted(self, hub):
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
         assert accept.accept(hub, "karmada", ["east"])["clusters"][0]["accepted"] is True
-        push = {"metadata": {"name": "west"}, "spec": {"syncMode": "Push", "id": "y"}}
-        hub.add(CLUSTER, push)
-        assert "west (no pending CSR" in failure(lambda: accept.accept(hub, "karmada", ["west"])).msg
+
+    def test_push_cluster_gets_no_agent_certificate(self, hub):
+        """A cluster the hub has in Push mode runs no agent: CSRs for its agent identity are refused (and denied)."""
+        hub.add(CLUSTER, {"metadata": {"name": "west"}, "spec": {"syncMode": "Push", "id": "y"}})
+        hub.add(CSR, karmada_csr("west-aaaaa", cluster="west"))
+        hub.add(CSR, karmada_csr("west-bbbbb", cluster="west", user="system:bootstrap:zz99zz"))
+        error = failure(lambda: accept.accept(hub, "karmada", ["west"], requesters=["system:bootstrap:e214n7"],
+                                              deny_invalid=True))
+        reason = ("cluster west is registered on the hub in Push mode, where no agent runs: refusing agent CSRs for it"
+                  " (unjoin it first to register it in Pull mode)")
+        assert error.msg == "cluster 'hub' (https://fake): not accepted: west (%s)" % reason
+        cluster = error.details["clusters"][0]
+        assert cluster["approved"] == [] and cluster["accepted"] is False
+        assert [(r["name"], r["reasons"][0]) for r in cluster["rejected"]] == [("west-aaaaa", reason), ("west-bbbbb", reason)]
+        assert conditions(hub, "west-aaaaa") == [("Denied", "MulticlusterFleetDenied")]
+
+    def test_push_cluster_without_csrs_is_not_waited_for(self, hub):
+        hub.add(CLUSTER, {"metadata": {"name": "west"}, "spec": {"syncMode": "Push", "id": "y"}})
+        error = failure(lambda: accept.accept(hub, "karmada", ["west"], wait=True, timeout=0, interval=0))
+        assert "west (cluster west is registered on the hub in Push mode" in error.msg and hub.writes() == []
 
 
 class TestConcurrency:
@@ -301,7 +336,6 @@ class TestConcurrency:
 
 class TestWait:
     def test_waits_for_the_csr(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         managed_cluster(hub)
         lists = []
         original = hub.request
@@ -313,16 +347,15 @@ class TestWait:
                     hub.add(CSR, ocm_csr("east-late"))
             return original(method, path, body, query, **kwargs)
         hub.request = appearing
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30)
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, interval=0)
         assert len(lists) == 3 and result["clusters"][0]["approved"] == ["east-late"]
 
     def test_timeout_names_the_clusters_still_waiting(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         managed_cluster(hub, "east", accepted=True, joined=True)
         managed_cluster(hub, "west")
         hub.add(CSR, ocm_csr("west-bad", cluster="west", user="mallory"))
         with pytest.raises(WaitTimeout) as info:
-            accept.accept(hub, "ocm", ["east", "west"], wait=True, timeout=0.05)
+            accept.accept(hub, "ocm", ["east", "west"], wait=True, timeout=0.05, interval=0)
         assert info.value.msg.startswith("cluster 'hub' (https://fake): timed out after 0.05s waiting for the agent CSRs of west: west: "
                                          "no acceptable CSR; refused: west-bad (requester mallory")
         assert info.value.details["waiting"] == ["west"] and hub.writes() == []
@@ -366,43 +399,39 @@ class TestReregistration:
         assert again["changed"] is False and again["clusters"][0]["accepted"] is True and hub.writes() == []
 
     def test_wait_for_the_new_csr_is_not_ended_by_the_earlier_one(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 3, karmada_csr("east-n3w22"))
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
         assert len(lists) == 3
         assert result["changed"] is True
         assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
         assert conditions(hub, "east-n3w22") == [("Approved", "MulticlusterFleetApproved")]
         # a re-run confirms the cluster, unchanged
         hub.fake.calls.clear()
-        again = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30)
+        again = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, interval=0)
         assert again["changed"] is False and again["clusters"][0]["accepted"] is True and hub.writes() == []
 
     def test_renewal_of_a_joined_member(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         renewal = karmada_csr("east-r3n3w", user="system:karmada:agent:east")
         lists = appearing_on_list(hub, 2, renewal)
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
         assert len(lists) == 2 and result["changed"] is True and result["clusters"][0]["approved"] == ["east-r3n3w"]
 
     def test_new_csr_approved_by_someone_else_while_waiting(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 2, approved_earlier(karmada_csr("east-n3w22")))
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
         assert len(lists) == 2 and hub.writes() == []
         assert result == {"changed": False, "diff": [], "clusters": [
             {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}]}
 
     def test_only_the_earlier_csr_times_out_when_a_new_one_is_expected(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         with pytest.raises(WaitTimeout) as info:
-            accept.accept(hub, "karmada", ["east"], wait=True, timeout=0.05, expect_new_csr=True)
+            accept.accept(hub, "karmada", ["east"], wait=True, timeout=0.05, expect_new_csr=True, interval=0)
         assert info.value.msg.endswith("east: no new CSR from its agent yet (approved before: east-0ld11)")
         assert info.value.details["waiting"] == ["east"]
         error = failure(lambda: accept.accept(hub, "karmada", ["east"], expect_new_csr=True))
@@ -411,10 +440,9 @@ class TestReregistration:
 
     def test_without_expect_new_csr_the_earlier_csr_ends_the_wait(self, hub, monkeypatch):
         """What wait promises for clusters accepted earlier: no waiting, no change (a re-run stays idempotent)."""
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 0)
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30)
+        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, interval=0)
         assert len(lists) == 1 and result["changed"] is False and result["clusters"][0]["accepted"] is True
 
     def test_check_mode_with_expect_new_csr(self, hub):
@@ -425,11 +453,10 @@ class TestReregistration:
         assert result["clusters"][0]["accepted"] is True and conditions(hub, "east-n3w22") == []
 
     def test_ocm_rejoin(self, hub, monkeypatch):
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         managed_cluster(hub, accepted=True, joined=True)
         hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
         lists = appearing_on_list(hub, 3, ocm_csr("east-n3w22"))
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, expect_new_csr=True)
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
         assert len(lists) == 3 and result["changed"] is True
         assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
         assert len(result["diff"]) == 1  # hubAcceptsClient was true already
@@ -437,9 +464,8 @@ class TestReregistration:
 
     def test_ocm_wait_ends_when_only_hub_accepts_client_is_missing(self, hub, monkeypatch):
         """An agent certified earlier (say, its CSR approved with kubectl): acting now accepts it, so wait ends."""
-        monkeypatch.setattr(accept, "POLL_INTERVAL", 0)
         managed_cluster(hub, accepted=False, joined=True)
         hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=0.05)
+        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=0.05, interval=0)
         assert result["changed"] is True and result["clusters"][0]["accepted"] is True
         assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True

@@ -1,4 +1,9 @@
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet
+import functools
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
 
@@ -83,3 +88,64 @@ def test_member_clusters_sorted_and_filtered(fake_cluster):
 def test_member_kinds():
     assert fleet.member_kind("karmada") is CLUSTER
     assert fleet.member_kind("ocm") is MANAGED_CLUSTER
+
+
+@pytest.mark.parametrize("engine, name, fragment", [
+    ("karmada", "Member1", "Karmada cluster names are DNS-1123 labels"), ("karmada", "a" * 49, "of 1 to 48 characters"),
+    ("karmada", "", "invalid cluster name ''"), ("ocm", "a" * 64, "of 1 to 63 characters"),
+    ("ocm", "Member1", "OCM cluster names are DNS-1123 labels"), ("ocm", "", "invalid cluster name ''"),
+])
+def test_cluster_names_are_checked_before_any_request(fake_cluster, engine, name, fragment):
+    with pytest.raises(FleetError) as caught:
+        fleet.member_clusters(fake_cluster, engine, name=name)
+    assert fragment in caught.value.msg and fake_cluster.calls == []
+    fleet.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
+
+
+def ready(name, status="True", condition="Ready"):
+    return {"metadata": {"name": name, "labels": {"env": "prod"}}, "spec": {"syncMode": "Pull"},
+            "status": {"conditions": [{"type": condition, "status": status, "reason": "R", "message": "m"}]}}
+
+
+class TestWaitForClusters:
+    def test_waits_until_every_listed_cluster_is_ready(self, fake_cluster, monkeypatch):
+        fake_cluster.add(CLUSTER, ready("a"))
+        pending = fake_cluster.add(CLUSTER, ready("b", "False"))
+        slept = []
+
+        def sleep(seconds):  # the Karmada controller sets b Ready while the module sleeps
+            slept.append(seconds)
+            pending["status"]["conditions"][0]["status"] = "True"
+        monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, sleep=sleep))
+        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", label_selectors=["env=prod"], timeout=60, interval=3)
+        assert [(c["name"], c["ready"]) for c in clusters] == [("a", True), ("b", True)]
+        assert slept == [3] and len([c for c in fake_cluster.calls if c[0] == "GET"]) == 2
+        assert fake_cluster.calls[-1][2]["labelSelector"] == "env=prod"
+
+    def test_timeout_names_the_clusters_not_there_yet_and_what_was_seen(self, fake_cluster):
+        fake_cluster.add(CLUSTER, ready("a"))
+        fake_cluster.add(CLUSTER, ready("b", "False"))
+        with pytest.raises(WaitTimeout) as caught:
+            fleet.wait_for_clusters(fake_cluster, "karmada", timeout=0)
+        assert caught.value.msg == ("timed out after 0s waiting for the member clusters on cluster 'hub' (https://fake) "
+                                    "to have Ready=True; last seen: b: Ready=False (R: m)")
+        assert [c["name"] for c in caught.value.details["clusters"]] == ["a", "b"]
+
+    def test_a_named_cluster_must_exist(self, fake_cluster):
+        with pytest.raises(WaitTimeout) as caught:
+            fleet.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)
+        assert caught.value.msg == ("timed out after 0s waiting for member cluster c1 on cluster 'hub' (https://fake) to "
+                                    "have ManagedClusterConditionAvailable=True; last seen: c1 is not registered (no "
+                                    "ManagedCluster of that name)")
+        fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterConditionAvailable"))
+        assert [c["name"] for c in fleet.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)] == ["c1"]
+
+    def test_another_condition(self, fake_cluster):
+        fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterJoined"))
+        joined = resources.wanted_condition("ManagedClusterJoined")
+        assert fleet.wait_for_clusters(fake_cluster, "ocm", condition=joined, timeout=0)[0]["name"] == "c1"
+        with pytest.raises(WaitTimeout, match="c1: no ManagedClusterConditionAvailable condition yet"):
+            fleet.wait_for_clusters(fake_cluster, "ocm", timeout=0)
+
+    def test_no_cluster_listed_is_nothing_to_wait_for(self, fake_cluster):
+        assert fleet.wait_for_clusters(fake_cluster, "karmada", timeout=0) == []

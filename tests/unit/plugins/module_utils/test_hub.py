@@ -3,6 +3,10 @@
 import base64
 import copy
 import datetime
+import ipaddress
+import socket
+import ssl
+import threading
 
 import pytest
 import yaml
@@ -21,19 +25,74 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.resources impor
 SERVER = "https://10.0.0.1:6443"
 
 
-def make_ca(name):
+def issue(name, issuer=None, ca=True):
+    """``(certificate PEM, key)``: a CA (self-signed without ``issuer``, a ``(pem, key)`` pair) or a serving
+    certificate for 127.0.0.1 (``ca=False``)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(1).not_valid_before(now).not_valid_after(now + datetime.timedelta(days=3650))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
+    issuer_name, issuer_key = (x509.load_pem_x509_certificate(issuer[0].encode()).subject, issuer[1]) if issuer else (subject, key)
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=1)
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer_name).public_key(key.public_key())
+               .serial_number(x509.random_serial_number()).not_valid_before(now)
+               .not_valid_after(now + datetime.timedelta(days=3650))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if not ca:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                        critical=False)
+    return builder.sign(issuer_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM).decode(), key
 
 
-HUB_CA = make_ca("hub-ca")
-OTHER_CA = make_ca("other-ca")
+def make_ca(name):
+    return issue(name)[0]
+
+
+HUB_CA_PAIR = issue("hub-ca")
+OTHER_CA_PAIR = issue("other-ca")
+HUB_CA = HUB_CA_PAIR[0]
+OTHER_CA = OTHER_CA_PAIR[0]
+
+
+class TLSServer:
+    """A TLS endpoint on 127.0.0.1 that presents ``chain`` (leaf first), as an API server does; handshakes only."""
+
+    def __init__(self, tmp_path, chain, key):
+        (tmp_path / "chain.pem").write_text("".join(chain))
+        (tmp_path / "key.pem").write_text(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                            serialization.NoEncryption()).decode())
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(str(tmp_path / "chain.pem"), str(tmp_path / "key.pem"))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = "https://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                connection, _address = self.listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                with self.context.wrap_socket(connection, server_side=True):
+                    pass
+            except (OSError, ssl.SSLError):
+                pass  # the client refused the certificate
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture
+def serving(tmp_path):
+    """Start a TLS server presenting the chain given: ``serving(chain, key)``; stopped after the test."""
+    servers = []
+
+    def start(chain, key):
+        servers.append(TLSServer(tmp_path, chain, key))
+        return servers[-1]
+    yield start
+    for server in servers:
+        server.close()
 
 
 class Hub:
@@ -43,6 +102,7 @@ class Hub:
         self.fake = fake
         self.server = SERVER
         self.ca_pem = HUB_CA
+        self.proxy = None
 
     def __getattr__(self, name):
         return getattr(self.fake, name)
@@ -187,10 +247,88 @@ def test_ocm_creates_namespace_first(fake_hub):
     assert at(NAMESPACE, name="open-cluster-management") in fake_hub.objects
 
 
-def test_explicit_server_and_ca(fake_hub):
+def test_explicit_server_and_ca(fake_hub, serving):
+    """A hub_ca_cert other than the connection's CA is published when it verifies the hub's serving certificate."""
+    leaf, key = issue("kube-apiserver", OTHER_CA_PAIR, ca=False)
+    fake_hub.server = serving([leaf], key).url
     result = hub.ensure_registration(fake_hub, "karmada", "https://hub.example.com:6443", OTHER_CA)
     assert hub.published(fake_hub.objects[INFO_PATH]) == ("https://hub.example.com:6443", OTHER_CA)
     assert result["ca_cert_hashes"] == [bootstrap.ca_pin(OTHER_CA)]
+
+
+class TestHubCaCert:
+    """hub_ca_cert must verify the certificate the hub's API server presents; another CA is refused, naming both pins."""
+
+    def test_another_clusters_ca_is_refused(self, fake_hub, serving):
+        leaf, key = issue("kube-apiserver", HUB_CA_PAIR, ca=False)
+        fake_hub.server = serving([leaf], key).url
+        with pytest.raises(FleetError) as caught:
+            hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA)
+        assert caught.value.msg.startswith(
+            "hub_ca_cert (CA %s) does not verify the serving certificate of cluster 'hub' (https://fake) (" % bootstrap.ca_pin(OTHER_CA))
+        assert "that certificate was issued by CA %s (CN=hub-ca)." % bootstrap.ca_pin(HUB_CA) in caught.value.msg
+        assert "kube-public/cluster-info was not changed" in caught.value.msg
+        assert [c for c in fake_hub.calls if c[0] != "GET"] == [] and fake_hub.objects == {}
+
+    def test_refused_in_check_mode_too(self, fake_hub, serving):
+        leaf, key = issue("kube-apiserver", HUB_CA_PAIR, ca=False)
+        fake_hub.server = serving([leaf], key).url
+        with pytest.raises(FleetError, match="does not verify the serving certificate"):
+            hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA, check_mode=True)
+        assert fake_hub.calls == []
+
+    def test_an_issuer_nobody_knows_is_named(self, fake_hub, serving):
+        unknown = issue("unknown-ca")
+        leaf, key = issue("kube-apiserver", unknown, ca=False)
+        fake_hub.server = serving([leaf], key).url
+        with pytest.raises(FleetError) as caught:
+            hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA)
+        assert ("that certificate was issued by CN=unknown-ca, a CA neither in the chain the server sent nor among the "
+                "CAs of the hub connection." in caught.value.msg)
+
+    @pytest.mark.parametrize("trusted", ["root", "intermediate"])
+    def test_a_chain_through_an_intermediate_ca(self, fake_hub, serving, trusted):
+        """The server sends its intermediate CA: the root verifies it, and so does the intermediate alone."""
+        intermediate = issue("intermediate-ca", OTHER_CA_PAIR)
+        leaf, key = issue("kube-apiserver", intermediate, ca=False)
+        fake_hub.server = serving([leaf, intermediate[0]], key).url
+        ca_pem = OTHER_CA if trusted == "root" else intermediate[0]
+        result = hub.ensure_registration(fake_hub, "karmada", ca_pem=ca_pem)
+        assert result["ca_cert_hashes"] == [bootstrap.ca_pin(ca_pem)] and result["changed"]
+
+    def test_a_bundle_with_the_right_ca_among_others(self, fake_hub, serving):
+        leaf, key = issue("kube-apiserver", HUB_CA_PAIR, ca=False)
+        fake_hub.server = serving([leaf], key).url
+        result = hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA + HUB_CA)
+        assert result["ca_cert_hashes"] == [bootstrap.ca_pin(OTHER_CA), bootstrap.ca_pin(HUB_CA)]
+
+    def test_unreachable_hub(self, fake_hub):
+        closed = socket.create_server(("127.0.0.1", 0))
+        fake_hub.server = "https://127.0.0.1:%d" % closed.getsockname()[1]
+        closed.close()
+        with pytest.raises(FleetError, match=r"cannot read the serving certificate of cluster 'hub' \(https://fake\) to check "
+                                             r"hub_ca_cert: .*[Cc]onnection refused"):
+            hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA)
+        assert fake_hub.calls == []
+
+    def test_not_checked_through_a_proxy(self, fake_hub):
+        fake_hub.proxy = "http://proxy.example:3128"
+        result = hub.ensure_registration(fake_hub, "karmada", ca_pem=OTHER_CA)
+        assert result["warnings"] == ["hub_ca_cert was not checked against the serving certificate of cluster 'hub' "
+                                      "(https://fake): the hub connection goes through proxy http://proxy.example:3128"]
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("ftp://x", "the scheme must be https (or http)"),
+    ("https://", "it has no host"),
+    ("https://user@hub:6443", "user information is not permitted"),
+    ("https://hub:99999", "the port is not a number between 1 and 65535"),
+])
+def test_hub_apiserver_is_validated_like_api_endpoint(fake_hub, url, problem):
+    with pytest.raises(FleetError) as caught:
+        hub.ensure_registration(fake_hub, "karmada", url)
+    assert caught.value.msg == "invalid hub_apiserver %r: %s; expected a URL such as https://10.0.0.7:6443" % (url, problem)
+    assert fake_hub.calls == []
 
 
 def test_existing_cluster_info_is_kept_and_reported(fake_hub):

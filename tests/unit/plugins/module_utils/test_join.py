@@ -148,6 +148,7 @@ class TestJoin:
             "impersonatorSecretRef": {"namespace": NS, "name": "east-impersonator"},
             "region": "eu-west-1", "zones": ["a", "b"]}
         assert result["diff"]["before"] == {} and result["diff"]["after"]["spec"]["region"] == "eu-west-1"
+        assert result["diff"]["before_header"] == result["diff"]["after_header"] == "hub Cluster/east"
 
     def test_hub_secrets_carry_member_tokens_ca_and_owner(self, hub, member):
         join.join(hub, member, params())
@@ -260,6 +261,19 @@ class TestJoin:
         with pytest.raises(FleetError, match=r"Ready=True.*no Ready condition yet.*reaches https://10.0.0.7:6443"):
             join.join(hub, member, params(wait=True))
 
+    def test_wait_condition_and_wait_sleep(self, hub, member, monkeypatch):
+        """wait_condition as kubernetes.core's (type, status, reason); wait_sleep is the time between two reads."""
+        slept = []
+
+        def sleep(seconds):  # Karmada's controller reports the member while join sleeps
+            slept.append(seconds)
+            stored(hub, CLUSTER, "east")["status"] = {"conditions": [
+                {"type": "Ready", "status": "False", "reason": "ClusterNotReachable", "message": "no route"}]}
+        monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, sleep=sleep))
+        wanted = resources.wanted_condition("Ready", "False", "ClusterNotReachable")
+        result = join.join(hub, member, params(wait=True, wait_condition=wanted, wait_sleep=7, wait_timeout=60))
+        assert slept == [7] and result["cluster"]["status"]["conditions"][0]["reason"] == "ClusterNotReachable"
+
 
 class TestDesiredCluster:
     def test_unset_fields_follow_the_member_connection(self, make_member):
@@ -312,7 +326,9 @@ class TestRefusals:
         ({"zones": ["a", "a"]}, "more than once"),
         ({"api_endpoint": "10.0.0.7:6443"}, "invalid api_endpoint"),
         ({"proxy_url": "squid:3128"}, "invalid proxy_url"),
-        ({"wait_timeout": 0}, "wait_timeout"),
+        ({"wait_timeout": 0}, "^wait_timeout must be at least 1 second, got 0$"),
+        ({"wait_timeout": -1}, "^wait_timeout must be at least 1 second, got -1$"),
+        ({"wait_sleep": -5}, "^wait_sleep must be at least 1 second, got -5$"),
     ])
     def test_validation_happens_before_any_request(self, hub, member, overrides, match):
         with pytest.raises(FleetError, match=match):
@@ -338,6 +354,7 @@ class TestUnjoin:
         assert stored(member, CLUSTER_ROLE, karmada.cluster_role_name("east")) is None
         assert stored(member, CLUSTER_ROLE_BINDING, karmada.cluster_role_name("east")) is None
         assert result["diff"]["after"] == {} and result["diff"]["before"]["spec"]["id"] == MEMBER_ID
+        assert result["diff"]["before_header"] == result["diff"]["after_header"] == "hub Cluster/east"
 
     def test_absent_is_unchanged(self, hub, member):
         result = join.unjoin(hub, member, params())

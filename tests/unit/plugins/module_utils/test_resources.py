@@ -167,3 +167,66 @@ class TestWait:
             {"type": "Ready", "status": "False", "reason": "ClusterNotReachable", "message": "no route"}]}})
         with pytest.raises(WaitTimeout, match="Ready=False \\(ClusterNotReachable: no route\\)"):
             resources.wait_for_condition(fake_cluster, CLUSTER, "m", timeout=0)
+
+
+class TestWaitCondition:
+    """wait_condition as kubernetes.core has it: type, status (default True), reason (any when unset)."""
+
+    OBJ = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "Paused", "message": "on hold"}]}}
+
+    @pytest.mark.parametrize("wanted, expected", [
+        (resources.wanted_condition("Ready", "False"), (True, None)),
+        (resources.wanted_condition("Ready", "False", "Paused"), (True, None)),
+        (resources.wanted_condition("Ready", "False", "Other"), (False, "Ready=False (Paused: on hold)")),
+        (resources.wanted_condition("Ready"), (False, "Ready=False (Paused: on hold)")),
+        (resources.wanted_condition("Joined"), (False, "no Joined condition yet")),
+        ({"type": "Ready", "status": None, "reason": None}, (False, "Ready=False (Paused: on hold)")),  # status defaults to True
+    ])
+    def test_condition_met(self, wanted, expected):
+        assert resources.condition_met(self.OBJ, wanted) == expected
+
+    def test_missing_object(self):
+        assert resources.condition_met(None, resources.wanted_condition("Ready")) == (False, "the object does not exist")
+
+    def test_describe(self):
+        assert resources.describe_condition(resources.wanted_condition("Ready")) == "Ready=True"
+        assert resources.describe_condition(resources.wanted_condition("Ready", "False", "Paused")) == "Ready=False (reason Paused)"
+
+    def test_wait_for_condition_with_reason_and_interval(self, fake_cluster):
+        fake_cluster.add(CLUSTER, {"metadata": {"name": "m"}, "status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "ClusterReady"}]}})
+        with pytest.raises(WaitTimeout, match="Cluster/m on cluster 'hub' \\(https://fake\\) to have Ready=True \\(reason Other\\)"):
+            resources.wait_for_condition(fake_cluster, CLUSTER, "m", reason="Other", timeout=0)
+        assert resources.wait_for_condition(fake_cluster, CLUSTER, "m", reason="ClusterReady", timeout=0, interval=7)
+
+    def test_interval_is_the_sleep_between_checks(self):
+        slept, seen = [], iter([(False, "x"), (False, "y"), (True, None)])
+        resources.wait_until(lambda: next(seen), 60, "it", interval=7, sleep=slept.append, clock=lambda: 0.0)
+        assert slept == [7, 7]
+
+    def test_argument_spec_matches_kubernetes_core(self):
+        spec = resources.wait_argument_spec(condition=True)
+        assert spec["wait_sleep"] == {"type": "int", "default": 5} and spec["wait_timeout"]["default"] == 120
+        assert spec["wait_condition"]["options"]["status"] == {"type": "str", "choices": ["True", "False", "Unknown"],
+                                                               "default": "True"}
+        assert "wait_condition" not in resources.wait_argument_spec()
+
+
+class TestDurations:
+    @pytest.mark.parametrize("params, message", [
+        (dict(wait_timeout=-1), "wait_timeout must not be negative, got -1"),
+        (dict(wait_timeout=0, wait_sleep=0), "wait_sleep must be at least 1 second, got 0"),
+        (dict(wait_timeout=10, wait_sleep=-5), "wait_sleep must be at least 1 second, got -5"),
+    ])
+    def test_refused(self, params, message):
+        with pytest.raises(FleetError) as caught:
+            resources.check_wait_options(params)
+        assert caught.value.msg == message
+
+    @pytest.mark.parametrize("params", [dict(wait_timeout=0, wait_sleep=1), dict(wait_timeout=None), {}])
+    def test_accepted(self, params):
+        resources.check_wait_options(params)
+
+    def test_least_more_than_one(self):
+        with pytest.raises(FleetError, match="^csr_wait_timeout must be at least 2 seconds, got 1$"):
+            resources.check_duration("csr_wait_timeout", 1, least=2)

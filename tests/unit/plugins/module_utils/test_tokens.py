@@ -207,8 +207,10 @@ def test_creates_a_random_token_and_reuses_it(hub):
     stored = data_of(hub.secret(token_id))
     assert stored["token-secret"] == secret and stored["expiration"] == "2026-11-22T05:00:00Z"
     assert stored["description"] == "edge" and stored["auth-extra-groups"] == KARMADA[0]
+    header = "Secret/kube-system/bootstrap-token-%s" % token_id
     assert done["diff"] == {"before": {}, "after": {"token_id": token_id, "description": "edge", "usages": BOTH,
-                                                    "groups": KARMADA, "expiration": "2026-11-22T05:00:00Z"}}
+                                                    "groups": KARMADA, "expiration": "2026-11-22T05:00:00Z"},
+                            "before_header": header, "after_header": header}
     again = ensure(hub, description="edge", now=NOW + datetime.timedelta(minutes=10))
     assert again["action"] == "unchanged" and again["token"] == done["token"]
     assert again["diff"]["before"] == again["diff"]["after"]

@@ -8,7 +8,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.client import C
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE, wanted_condition as wanted
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
        "spec": {"containers": [{"name": "hello", "image": "busybox"}]}}
@@ -106,9 +106,22 @@ class TestValidateManifests:
         with pytest.raises(FleetError) as caught:
             work.validate_manifests(items)
         assert caught.value.msg == (
-            "invalid manifests: manifests[1] (a.yaml, document 2): missing kind; manifests[2] is not a mapping; "
+            "invalid manifests: manifests[1] (a.yaml, document 2): missing kind; manifests[2] is not a mapping but string; "
             "manifests[3]: missing apiVersion, metadata.name; manifests[4]: Pod default/hello is already manifests[0]; "
-            "manifests[5]: missing metadata.name")
+            "manifests[5]: metadata must be a mapping, not string")
+
+    @pytest.mark.parametrize("manifest, problem", [
+        ({"apiVersion": 1, "kind": "Pod", "metadata": {"name": "x"}}, "apiVersion must be a string, not integer 1"),
+        ({"apiVersion": ["v1"], "kind": "Pod", "metadata": {"name": "x"}}, 'apiVersion must be a string, not list ["v1"]'),
+        ({"apiVersion": "v1", "kind": True, "metadata": {"name": "x"}}, "kind must be a string, not boolean true"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 5}}, "metadata.name must be a string, not integer 5"),
+        ({"apiVersion": 1.5, "kind": "Pod"}, "missing metadata.name; apiVersion must be a string, not number 1.5"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": ["x"]}, "metadata must be a mapping, not list"),
+    ])
+    def test_a_value_of_another_type_is_not_called_missing(self, manifest, problem):
+        with pytest.raises(FleetError) as caught:
+            work.validate_manifests([(manifest, None)])
+        assert caught.value.msg == "invalid manifests: manifests[0]: %s" % problem
 
     def test_same_name_in_other_group_or_namespace_is_fine(self):
         other = dict(POD, metadata={"name": "hello", "namespace": "other"})
@@ -282,35 +295,36 @@ def ocm_work(generation=2, applied=None, available=None, manifests=None):
 
 class TestProgress:
     def test_ocm_applied_for_the_current_generation_only(self):
-        assert OCM.progress(None, "Applied") == (False, "the work does not exist")
-        assert OCM.progress(ocm_work(), "Applied") == (False, "no Applied condition yet")
+        assert OCM.progress(None, wanted("Applied")) == (False, "the work does not exist")
+        assert OCM.progress(ocm_work(), wanted("Applied")) == (False, "no Applied condition yet")
         stale = ocm_work(applied=condition("Applied", generation=1))
-        assert OCM.progress(stale, "Applied") == (False, "Applied=True is for generation 1, the work is at generation 2")
-        assert OCM.progress(ocm_work(applied=condition("Applied", generation=2)), "Applied") == (True, None)
+        assert OCM.progress(stale, wanted("Applied")) == (False, "Applied=True is for generation 1, the work is at generation 2")
+        assert OCM.progress(ocm_work(applied=condition("Applied", generation=2)), wanted("Applied")) == (True, None)
         unknown = condition("Available", "Unknown", "ResourcesStatusUnknown", "1 of 2 resources have unknown status", 2)
         not_yet = ocm_work(applied=condition("Applied", generation=2), available=unknown)
-        assert OCM.progress(not_yet, "Available") == (False, "Available=Unknown ResourcesStatusUnknown: 1 of 2 resources have unknown status")
+        assert OCM.progress(not_yet, wanted("Available")) == (False, "Available=Unknown ResourcesStatusUnknown: 1 of 2 resources have unknown status")
 
     def test_ocm_failure_names_the_failed_manifest(self):
         failed_manifest = {"resourceMeta": {"ordinal": 1, "kind": "ConfigMap"},
                            "conditions": [condition("Applied", "False", "AppliedManifestFailed", "Failed to apply manifest: boom", 2)]}
         failed = ocm_work(applied=condition("Applied", "False", "AppliedManifestWorkFailed", "Failed to apply manifest work", 2),
                           manifests=[failed_manifest])
-        assert OCM.progress(failed, "Applied") == (False, "Applied=False AppliedManifestWorkFailed: Failed to apply manifest work; "
-                                                          "manifests[1] ConfigMap default/cm: Failed to apply manifest: boom")
+        assert OCM.progress(failed, wanted("Applied")) == (
+            False, "Applied=False AppliedManifestWorkFailed: Failed to apply manifest work; "
+                   "manifests[1] ConfigMap default/cm: Failed to apply manifest: boom")
 
     def test_karmada_available_is_every_manifest_healthy(self):
         obj = work.desired_work(KARMADA, "w", "m1", [POD, CM], {})
         obj["metadata"]["generation"] = 1
-        assert KARMADA.progress(obj, "Available") == (False, "no Applied condition yet")
+        assert KARMADA.progress(obj, wanted("Available")) == (False, "no Applied condition yet")
         obj["status"] = {"conditions": [condition("Applied", reason="AppliedSuccessful")],
                          "manifestStatuses": [{"identifier": {"ordinal": 0}, "health": "Unhealthy", "status": {"phase": "Pending"}}]}
-        assert KARMADA.progress(obj, "Applied") == (True, None)
-        assert KARMADA.progress(obj, "Available") == (False, "manifests[0] Pod default/hello health Unhealthy")
+        assert KARMADA.progress(obj, wanted("Applied")) == (True, None)
+        assert KARMADA.progress(obj, wanted("Available")) == (False, "manifests[0] Pod default/hello health Unhealthy")
         obj["status"]["manifestStatuses"][0]["health"] = "Healthy"
-        assert KARMADA.progress(obj, "Available") == (False, "manifests[1] ConfigMap default/cm health not reported yet")
+        assert KARMADA.progress(obj, wanted("Available")) == (False, "manifests[1] ConfigMap default/cm health not reported yet")
         obj["status"]["manifestStatuses"].append({"identifier": {"ordinal": 1}, "health": "Healthy"})
-        assert KARMADA.progress(obj, "Available") == (True, None)
+        assert KARMADA.progress(obj, wanted("Available")) == (True, None)
 
 
 class TestSummarize:
@@ -372,7 +386,7 @@ class TestWait:
         with pytest.raises(WaitTimeout) as caught:
             work.wait_for_works(hub, OCM, "mw-01", ["c1", "c2", "c3"], timeout=0, interval=0, latest=latest)
         assert caught.value.msg == (
-            "timed out after 0s waiting for ManifestWork mw-01 to be Applied on 3 cluster(s); last seen: 2 of 3 clusters pending: "
+            "timed out after 0s waiting for ManifestWork mw-01 to have Applied=True on 3 cluster(s); last seen: 2 of 3 clusters pending: "
             "c2 (Applied=False AppliedManifestWorkFailed: Failed to apply manifest work); c3 (the work does not exist)")
         assert latest["c3"] is None and latest["c1"]["metadata"]["namespace"] == "c1"
 
@@ -406,6 +420,7 @@ class TestFanOutAndChecks:
         with pytest.raises(FleetError) as caught:
             work.check_clusters(hub, OCM, ["ok", "pending", "lost", "nons"])
         assert caught.value.msg == (
+            "cluster 'hub' (https://fake): "
             "cannot deliver ManifestWork to every cluster: cluster 'pending' is not accepted: ManagedCluster pending has "
             "spec.hubAcceptsClient false; accept it first (clusteradm accept, or approve its CSR and set hubAcceptsClient); "
             "cluster 'lost' is not registered on the hub (no ManagedCluster named lost); cluster 'nons' has no namespace nons "
@@ -465,7 +480,7 @@ class TestDeliverAndRemove:
         register(hub, "ocm", "c1")
         with pytest.raises(FleetError) as caught:
             work.deliver(hub, "ocm", "mw-01", ["c1"], [(POD, None)], {}, wait=True, wait_timeout=0, interval=0)
-        assert "timed out after 0s waiting for ManifestWork mw-01 to be Applied on 1 cluster(s)" in caught.value.msg
+        assert "timed out after 0s waiting for ManifestWork mw-01 to have Applied=True on 1 cluster(s)" in caught.value.msg
         assert caught.value.details["changed"] is True
         assert caught.value.details["clusters"]["c1"]["action"] == "created"
 

@@ -1,0 +1,247 @@
+"""Bad input to every module, against the lab: each row fails with a message that names the problem, and
+no object changes on any lab cluster.
+
+"Nothing changed" is checked by the resourceVersion of every object of the collections the modules write
+(and of those the API server derives from them), on every lab cluster, before and after each row. The
+lab runs no simulations here, so nothing else writes meanwhile.
+"""
+
+import os
+import socket
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap
+from runner import run_module
+
+import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
+
+COLLECTIONS = (
+    "/api/v1/namespaces", "/api/v1/configmaps", "/api/v1/secrets", "/api/v1/serviceaccounts",
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "/apis/rbac.authorization.k8s.io/v1/roles", "/apis/rbac.authorization.k8s.io/v1/rolebindings",
+    "/apis/certificates.k8s.io/v1/certificatesigningrequests", "/apis/apps/v1/deployments",
+    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+    "/apis/cluster.karmada.io/v1alpha1/clusters", "/apis/work.karmada.io/v1alpha1/works",
+    "/apis/cluster.open-cluster-management.io/v1/managedclusters", "/apis/work.open-cluster-management.io/v1/manifestworks",
+    "/apis/operator.open-cluster-management.io/v1/clustermanagers", "/apis/operator.open-cluster-management.io/v1/klusterlets",
+)
+BAD_PIN = "sha256:" + "0" * 64
+
+
+def resource_versions(lab):
+    """``{(cluster, collection, namespace, name): resourceVersion}`` of every object of COLLECTIONS on every lab cluster."""
+    found = {}
+    for cluster, info in lab.clusters.items():
+        api = fleet_lab.ApiClient.for_cluster(info)
+        for collection in COLLECTIONS:
+            try:
+                items = api.get(collection)["items"]
+            except fleet_lab.ApiError as exc:
+                if exc.status != 404:  # a kind this cluster does not serve
+                    raise
+                continue
+            for obj in items:
+                meta = obj["metadata"]
+                found[(cluster, collection, meta.get("namespace"), meta["name"])] = meta["resourceVersion"]
+    return found
+
+
+class Context:
+    """What the rows refer to: connections to the lab, a closed port, files that are no kubeconfig."""
+
+    def __init__(self, lab, tmp_path, token):
+        self.lab = lab
+        self.hub = {"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}
+        self.member1 = {"kubeconfig": lab.clusters["member1"]["kubeconfig"], "context": "member1"}
+        self.member2 = {"kubeconfig": lab.clusters["member2"]["kubeconfig"], "context": "member2"}
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.closed = "https://127.0.0.1:%d" % sock.getsockname()[1]
+        self.missing = str(tmp_path / "missing.kubeconfig")
+        self.directory = str(tmp_path)
+        self.garbage = str(tmp_path / "garbage.kubeconfig")
+        with open(self.garbage, "w") as handle:
+            handle.write("clusters: [unclosed\n")
+        self.other_ca = lab.clusters["member1"]["ca_cert"]
+        self.token = token
+        self.hub_server = lab.clusters["hub"]["server"]
+
+
+def cm(name, namespace="default", **extra):
+    return dict({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}, **extra)
+
+
+# What each module needs to get past its argument spec, on the lab (the rows replace or add options).
+MINIMAL = {
+    "bootstrap_token": lambda c: dict(c.hub, engine="karmada", description="bad-input"),
+    "bootstrap_token_info": lambda c: dict(c.hub),
+    "hub_registration": lambda c: dict(c.hub, engine="karmada"),
+    "cluster_join": lambda c: dict(c.hub, cluster_name="bad-input", member=c.member1),
+    "cluster_register": lambda c: dict(c.member2, engine="karmada", cluster_name="bad-input", hub_apiserver=c.hub_server,
+                                       token=c.token, ca_cert_hashes=[c.pin], hub=c.hub),
+    "csr_accept": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"]),
+    "cluster_info": lambda c: dict(c.hub, engine="karmada"),
+    "k8s_objects": lambda c: dict(c.member1, objects=[cm("bad-input")]),
+    "manifest_work": lambda c: dict(c.hub, engine="ocm", name="bad-input", clusters=["bad-input"], manifests=[cm("bad-input")]),
+}
+# Modules whose credential rows break their second connection (the dict option named here), not the top-level one.
+SECOND_CONNECTION = {"cluster_join": "member"}
+
+# (module, what is wrong, the options to change, fragments the message must hold). Options are functions of the Context.
+ROWS = [
+    # wrong types
+    ("k8s_objects", "wait is no boolean", lambda c: dict(wait="maybe"), ["argument 'wait' is of type", "bool"]),
+    ("manifest_work", "wait_timeout is no number", lambda c: dict(wait_timeout="soon"), ["argument 'wait_timeout' is of type", "int"]),
+    ("csr_accept", "clusters is a mapping", lambda c: dict(clusters={"a": 1}), ["argument 'clusters' is of type", "list"]),
+    ("cluster_join", "zones is a mapping", lambda c: dict(zones={"a": 1}), ["argument 'zones' is of type", "list"]),
+    ("bootstrap_token", "ttl is a list", lambda c: dict(ttl=["24h"]), ["ttl must be a duration"]),
+    ("cluster_info", "label_selectors is a mapping", lambda c: dict(label_selectors={"env": "prod"}),
+     ["argument 'label_selectors' is of type", "list"]),
+    ("cluster_register", "ca_cert_hashes is a mapping", lambda c: dict(ca_cert_hashes={"a": 1}),
+     ["argument 'ca_cert_hashes' is of type", "list"]),
+    ("hub_registration", "update_cluster_info is no boolean", lambda c: dict(update_cluster_info="perhaps"),
+     ["argument 'update_cluster_info' is of type", "bool"]),
+    ("bootstrap_token_info", "token_id is a list", lambda c: dict(token_id=["abcdef"]), ["a bootstrap token id must be 6 characters"]),
+    # invalid names: uppercase, 64 characters, empty
+    ("cluster_join", "uppercase cluster name", lambda c: dict(cluster_name="Member1"), ["invalid cluster name 'Member1'"]),
+    ("cluster_join", "64-character cluster name", lambda c: dict(cluster_name="m" * 64), ["of 1 to 48 characters"]),
+    ("cluster_join", "empty cluster name", lambda c: dict(cluster_name=""), ["invalid cluster name ''"]),
+    ("cluster_register", "uppercase cluster name", lambda c: dict(cluster_name="Member2"), ["invalid cluster name 'Member2'"]),
+    ("cluster_register", "64-character OCM cluster name", lambda c: dict(engine="ocm", cluster_name="m" * 64,
+                                                                         ca_cert_hashes=[]), ["of 1 to 63 characters"]),
+    ("cluster_register", "empty cluster name", lambda c: dict(cluster_name=""), ["invalid cluster name ''"]),
+    ("csr_accept", "uppercase cluster name", lambda c: dict(clusters=["Member2"]), ["invalid cluster name 'Member2'"]),
+    ("csr_accept", "64-character OCM cluster name", lambda c: dict(engine="ocm", clusters=["m" * 64]), ["of 1 to 63 characters"]),
+    ("csr_accept", "empty cluster name", lambda c: dict(clusters=[""]), ["invalid cluster name ''"]),
+    ("cluster_info", "uppercase cluster name", lambda c: dict(name="Member1"), ["invalid cluster name 'Member1'"]),
+    ("cluster_info", "64-character cluster name", lambda c: dict(engine="ocm", name="m" * 64), ["of 1 to 63 characters"]),
+    ("cluster_info", "empty cluster name", lambda c: dict(name=""), ["invalid cluster name ''"]),
+    ("manifest_work", "uppercase work name", lambda c: dict(name="Bad_Name"), ["name 'Bad_Name' is not a valid Kubernetes object name"]),
+    ("manifest_work", "uppercase cluster name", lambda c: dict(clusters=["Member1"]), ["invalid cluster name 'Member1'"]),
+    ("manifest_work", "64-character cluster name", lambda c: dict(clusters=["m" * 64]), ["of 1 to 63 characters"]),
+    ("manifest_work", "empty cluster name", lambda c: dict(clusters=[""]), ["invalid cluster name ''"]),
+    ("k8s_objects", "uppercase object name", lambda c: dict(objects=[cm("bad-input-first"), cm("Bad_Name")]),
+     ["nothing was written", "object 2 (ConfigMap/default/Bad_Name)", "Invalid value: \"Bad_Name\""]),
+    ("k8s_objects", "64-character namespace name", lambda c: dict(objects=[{"apiVersion": "v1", "kind": "Namespace",
+                                                                            "metadata": {"name": "n" * 64}}]),
+     ["nothing was written", "object 1 (Namespace/" + "n" * 64 + ")", "must be no more than 63 characters"]),
+    ("k8s_objects", "empty object name", lambda c: dict(objects=[cm("")]), ["object 1 (ConfigMap) has no metadata.name"]),
+    ("bootstrap_token", "uppercase token id", lambda c: dict(token_id="ABCDEF"), ["a bootstrap token id must be 6 characters"]),
+    ("bootstrap_token", "64-character token id", lambda c: dict(token_id="a" * 64), ["a bootstrap token id must be 6 characters"]),
+    ("bootstrap_token_info", "empty token id", lambda c: dict(token_id=""), ["a bootstrap token id must be 6 characters"]),
+    # unknown engine
+    ("bootstrap_token", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    ("hub_registration", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    ("cluster_register", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    ("csr_accept", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    ("cluster_info", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    ("manifest_work", "unknown engine", lambda c: dict(engine="fleetd"), ["value of engine must be one of: karmada, ocm"]),
+    # malformed manifests
+    ("k8s_objects", "manifest without kind", lambda c: dict(objects=[{"apiVersion": "v1", "metadata": {"name": "x"}}]),
+     ["object 1 (?) has no kind"]),
+    ("k8s_objects", "manifest that is text", lambda c: dict(objects=["kind: ConfigMap"]), ["object 1 is not a mapping but str"]),
+    ("k8s_objects", "unknown kind", lambda c: dict(objects=[{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}}]),
+     ["Service (apiVersion v1) is not a kind this collection knows"]),
+    ("k8s_objects", "namespace that does not exist", lambda c: dict(objects=[cm("bad-input-first"), cm("x", "nowhere")]),
+     ["object 2 (ConfigMap/nowhere/x): namespace nowhere does not exist on cluster 'member1'"]),
+    ("manifest_work", "non-string apiVersion", lambda c: dict(manifests=[dict(cm("x"), apiVersion=1)]),
+     ["invalid manifests: manifests[0]: apiVersion must be a string, not integer 1"]),
+    ("manifest_work", "manifest without name", lambda c: dict(manifests=[{"apiVersion": "v1", "kind": "ConfigMap"}]),
+     ["invalid manifests: manifests[0]: missing metadata.name"]),
+    ("manifest_work", "src that does not exist", lambda c: dict(manifests=None, src=[c.missing]),
+     lambda c: ["src %s does not exist" % c.missing]),
+    # wrong CA pins and CAs
+    ("cluster_register", "wrong CA pin", lambda c: dict(ca_cert_hashes=[BAD_PIN]), [BAD_PIN]),
+    ("cluster_register", "malformed CA pin", lambda c: dict(ca_cert_hashes=["md5:abc"]), ["a CA certificate hash must have the form sha256:"]),
+    ("hub_registration", "another cluster's CA", lambda c: dict(hub_ca_cert=c.other_ca),
+     ["hub_ca_cert (CA sha256:", "does not verify the serving certificate of cluster 'hub'"]),
+    ("cluster_info", "a CA that does not verify the hub", lambda c: dict(ca_cert=c.other_ca),
+     ["cluster 'hub'", "is unreachable", "TLS verification failed"]),
+    # hub_apiserver
+    ("hub_registration", "hub_apiserver of another scheme", lambda c: dict(hub_apiserver="ftp://x"),
+     ["invalid hub_apiserver 'ftp://x': the scheme must be https (or http)"]),
+    ("bootstrap_token", "hub_apiserver of another scheme", lambda c: dict(hub_apiserver="ftp://x"),
+     ["invalid hub_apiserver 'ftp://x': the scheme must be https (or http)"]),
+    ("cluster_register", "unreachable hub", lambda c: dict(hub_apiserver=c.closed, discovery_timeout=0),
+     lambda c: ["cannot fetch %s" % c.closed]),
+    # negative durations
+    ("k8s_objects", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must not be negative, got -1"]),
+    ("k8s_objects", "wait_sleep of 0", lambda c: dict(wait=True, wait_sleep=0), ["wait_sleep must be at least 1 second, got 0"]),
+    ("manifest_work", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must not be negative, got -1"]),
+    ("csr_accept", "negative timeout", lambda c: dict(wait=True, timeout=-1), ["wait_timeout must not be negative, got -1"]),
+    ("csr_accept", "negative wait_sleep", lambda c: dict(wait=True, wait_sleep=-1), ["wait_sleep must be at least 1 second, got -1"]),
+    ("cluster_info", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must not be negative, got -1"]),
+    ("cluster_join", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must be at least 1 second, got -1"]),
+    ("bootstrap_token", "negative ttl", lambda c: dict(ttl=-1), ["ttl must not be negative, got -1"]),
+    ("cluster_register", "negative csr_wait_timeout", lambda c: dict(csr_wait_timeout=-1), ["csr_wait_timeout must be at least 1"]),
+    ("cluster_register", "negative discovery_timeout", lambda c: dict(discovery_timeout=-5), ["discovery_timeout must be at least 0"]),
+]
+
+# Missing or unreadable credentials and an unreachable cluster, for every module: (what, options, fragments).
+CREDENTIAL_ROWS = [
+    ("missing kubeconfig", lambda c: {"kubeconfig": c.missing}, lambda c: ["kubeconfig file %s does not exist" % c.missing]),
+    ("kubeconfig that is a directory", lambda c: {"kubeconfig": c.directory}, lambda c: ["is a directory, not a file"]),
+    ("kubeconfig that is no YAML", lambda c: {"kubeconfig": c.garbage}, lambda c: [c.garbage]),
+    ("unreachable API server", lambda c: {"host": c.closed, "ca_cert": c.lab.clusters["hub"]["ca_cert"]},
+     lambda c: ["(%s) is unreachable" % c.closed, "Connection refused"]),
+]
+
+
+def credentials(module, options):
+    """The options of a credential row for ``module``: they replace its top-level connection (or its second one)."""
+    def build(c):
+        auth = options(c)
+        if module in SECOND_CONNECTION:
+            return {SECOND_CONNECTION[module]: auth}
+        return dict(auth, kubeconfig=auth.get("kubeconfig"), context=None)
+    return build
+
+
+ROWS += [(module, what, credentials(module, options), fragments)
+         for module in MINIMAL for what, options, fragments in CREDENTIAL_ROWS]
+# Modules of the collection without rows here (their owners add them).
+UNCOVERED = {"addon", "addon_deployment_config", "placement"}
+
+
+@pytest.fixture(scope="module")
+def context(lab, tmp_path_factory):
+    """The Context, with a bootstrap token the hub has signed cluster-info for (cluster_register's rows need one)."""
+    hub = {"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}
+    registration = run_module("hub_registration", dict(hub, engine="karmada"))
+    assert registration["rc"] == 0, registration.get("msg")
+    made = run_module("bootstrap_token", dict(hub, engine="karmada", ttl="1h", description="bad-input rows"))
+    assert made["rc"] == 0, made.get("msg")
+    anonymous = fleet_lab.ApiClient.for_cluster(lab.clusters["hub"], anonymous=True)
+    key = bootstrap.JWS_KEY_PREFIX + made["token_id"]
+    fleet_lab.wait_for(lambda: key in anonymous.get(bootstrap.CLUSTER_INFO_PATH)["data"], 30, key)
+    ctx = Context(lab, tmp_path_factory.mktemp("bad-input"), made["token"])
+    ctx.pin = made["ca_cert_hashes"][0]
+    yield ctx
+    run_module("bootstrap_token", dict(hub, engine="karmada", token_id=made["token_id"], state="absent"))
+    run_module("hub_registration", dict(hub, engine="karmada", state="absent"))
+
+
+@pytest.mark.parametrize("module, what, options, fragments", ROWS, ids=["%s: %s" % (r[0], r[1]) for r in ROWS])
+def test_bad_input_fails_clearly_and_changes_nothing(lab, context, module, what, options, fragments):
+    args = dict(MINIMAL[module](context), **options(context))
+    args = dict((k, v) for k, v in args.items() if v is not None)
+    before = resource_versions(lab)
+    result = run_module(module, args)
+    after = resource_versions(lab)
+    assert result["rc"] == 1 and result["failed"] is True, result
+    message = result["msg"]
+    assert "Traceback" not in message and "unexpected error" not in message and "exception" not in result, result
+    for fragment in fragments(context) if callable(fragments) else fragments:
+        assert fragment in message, message
+    assert result.get("changed") is not True
+    changed = sorted(set(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
+    assert changed == [], changed
+    if context.token:
+        assert context.token.split(".")[1] not in repr(result)
+
+
+def test_every_module_has_rows():
+    modules = {f[:-3] for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "modules"))
+               if f.endswith(".py")}
+    assert modules - UNCOVERED == set(MINIMAL) == {row[0] for row in ROWS}
