@@ -12,6 +12,12 @@ kubeconfig and the Klusterlet registration fields; the klusterlet makes its own 
 Credentials a member already holds are reused when they are still good: a valid agent certificate
 for this cluster and hub is never replaced by a new CSR, so a re-run changes nothing even after the
 bootstrap token expired. Tokens and private keys never appear in results or messages.
+
+One Karmada registration of a member at a time: a run that needs a certificate holds Lease
+``kube-system/multicluster-fleet-registration-<cluster>`` on the member (:class:`RegistrationLock`);
+a second run waits for it and then keeps the certificate the first one stored. The CSR's key is
+stored on the member before the CSR is posted, so that a run stopped half-way is resumed by the next
+one with the same CSR: each member gets one certificate.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,10 +30,13 @@ import contextlib
 import datetime
 import os
 import secrets
+import socket
 import tempfile
 import time
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
@@ -36,6 +45,14 @@ STATES = ("present", "absent")
 DEFAULT_RENEW_BEFORE_DAYS = 30
 MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expirationSeconds
 DISCOVERY_RETRY_INTERVAL = 2.0
+LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)
+LOCK_NAMESPACE = "kube-system"
+LOCK_PREFIX = "multicluster-fleet-registration-"
+LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lease not renewed for this long is free
+# Seconds of 401 answers in a row while waiting for a CSR before the token counts as gone: an API server that has
+# just started refuses bootstrap tokens until it has read their Secrets.
+TOKEN_REFUSAL_SECONDS = 30
+BOOTSTRAP_USER = "system:bootstrap:%s"  # how the hub's API server names a bootstrap token's requests
 
 
 def _now():
@@ -49,7 +66,7 @@ class Registration:
                  unsafe_skip_ca_verification=False, force_internal_endpoint_lookup=False, discovery_timeout=30,
                  csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
                  renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60, klusterlet_mode=None,
-                 registration_driver="csr", grpc_server=None, grpc_ca_pem=None):
+                 registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
@@ -60,6 +77,7 @@ class Registration:
         self.engine = engine
         self.cluster_name = cluster_name
         self.state = state
+        self.force = bool(force)
         self.force_internal_endpoint_lookup = bool(force_internal_endpoint_lookup)
         self.unsafe_skip_ca_verification = bool(unsafe_skip_ca_verification)
         self.api_endpoint = api_endpoint
@@ -67,7 +85,8 @@ class Registration:
             karmada.validate_api_endpoint(api_endpoint)
         for option, value, least in (("discovery_timeout", discovery_timeout, 0), ("csr_wait_timeout", csr_wait_timeout, 1),
                                      ("cert_expiration_seconds", cert_expiration_seconds, MIN_CERT_EXPIRATION_SECONDS),
-                                     ("renew_before", renew_before, 0), ("wait_timeout", wait_timeout, 0)):
+                                     ("renew_before", renew_before, 0), ("wait_timeout", wait_timeout, 0),
+                                     ("wait_sleep", wait_sleep, 1)):
             if value < least:
                 raise FleetError("%s must be at least %d, got %d" % (option, least, value))
         self.discovery_timeout = discovery_timeout
@@ -75,6 +94,7 @@ class Registration:
         self.cert_expiration_seconds = cert_expiration_seconds
         self.renew_before = datetime.timedelta(days=renew_before)
         self.wait_timeout = wait_timeout
+        self.wait_sleep = wait_sleep
         self.token = token
         self.hub_apiserver = None
         self.ca_pins = []
@@ -135,8 +155,9 @@ class Report:
     def ensure(self, cluster, kind, desired, check_mode):
         return self.add(cluster, resources.ensure(cluster, kind, desired, check_mode))
 
-    def delete(self, cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60):
-        return self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode, wait=wait, timeout=timeout))
+    def delete(self, cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60, interval=1.0):
+        return self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode, wait=wait, timeout=timeout,
+                                                  interval=interval))
 
     def result(self, **extra):
         """``changes`` name the cluster of each object, as cluster_join's do: ``hub Cluster/member1: deleted``."""
@@ -266,6 +287,147 @@ def _refuse_another_klusterlet(runtime, placement, name, doing):
                          "(unjoin %s first)" % (placement.klusterlet, runtime.label, registered_as, name, doing, registered_as))
 
 
+# --- one registration at a time ----------------------------------------------------------------------
+
+
+def lock_name(cluster_name):
+    """The name of the Lease of a registration of ``cluster_name``, and of the Secret of its CSR in flight."""
+    return LOCK_PREFIX + cluster_name
+
+
+def micro_time(moment):
+    """A Lease time (``MicroTime``): ``2027-11-23T04:00:00.123456Z``."""
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_time(text):
+    try:
+        return datetime.datetime.fromisoformat((text or "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class RegistrationLock:
+    """Lease ``kube-system/multicluster-fleet-registration-<cluster>`` on the member: one registration at a time.
+
+    Taken by creating the Lease (409: another run holds it), kept by renewing it at least every third
+    of :data:`LEASE_DURATION_SECONDS`, given back by deleting it (only while it is still this run's).
+    A Lease whose holder has not renewed it within its duration belongs to a run that was stopped: it
+    is taken over by an update guarded by its ``resourceVersion``, so that one run only wins.
+    ``holder`` names this run in other runs' messages: host, process id and a random part.
+    """
+
+    def __init__(self, cluster, cluster_name, holder=None, interval=1.0, now=None, clock=time.monotonic, sleep=time.sleep):
+        self.cluster = cluster
+        self.cluster_name = cluster_name
+        self.interval = interval  # seconds between two looks at a Lease another run holds
+        self.name = lock_name(cluster_name)
+        self.holder = holder or "%s/%d/%s" % (socket.gethostname(), os.getpid(), secrets.token_hex(4))
+        self._now = now or _now
+        self._clock = clock
+        self._sleep = sleep
+        self.lease = None  # this run's Lease while it holds it
+        self._renewed = None
+
+    @property
+    def ref(self):
+        return LEASE.ref(self.name, LOCK_NAMESPACE)
+
+    def _spec(self, transitions):
+        now = micro_time(self._now())
+        return {"holderIdentity": self.holder, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "acquireTime": now,
+                "renewTime": now, "leaseTransitions": transitions}
+
+    def describe(self, lease):
+        """What the module returns about another run's registration: its holder, since when, its Lease."""
+        spec = lease.get("spec") or {}
+        return {"holder": spec.get("holderIdentity"), "since": spec.get("acquireTime"), "lease": self.ref}
+
+    def expired(self, lease):
+        """True when nobody holds ``lease``, or its holder has not renewed it within its duration."""
+        spec = lease.get("spec") or {}
+        renewed = _parse_time(spec.get("renewTime") or spec.get("acquireTime"))
+        duration = datetime.timedelta(seconds=spec.get("leaseDurationSeconds") or LEASE_DURATION_SECONDS)
+        return not spec.get("holderIdentity") or renewed is None or renewed + duration < self._now()
+
+    def _get(self):
+        return resources.get(self.cluster, LEASE, self.name, LOCK_NAMESPACE)
+
+    def held_by_another(self):
+        """:meth:`describe` of a Lease another run holds now, or None. Only reads (check mode)."""
+        lease = self._get()
+        return None if lease is None or self.expired(lease) else self.describe(lease)
+
+    def acquire(self, timeout):
+        """Take the Lease, waiting up to ``timeout`` seconds while another run holds it.
+
+        Returns :meth:`describe` of the other run's Lease when this run had to wait for it, else None.
+        """
+        deadline = self._clock() + timeout
+        waited = None
+        while True:
+            current = self._get()
+            try:
+                if current is None:
+                    body = {"apiVersion": LEASE.api_version, "kind": LEASE.kind, "spec": self._spec(0),
+                            "metadata": {"name": self.name, "namespace": LOCK_NAMESPACE}}
+                    self.lease = self.cluster.request("POST", LEASE.path(LOCK_NAMESPACE), body=body)
+                    break
+                if self.expired(current):
+                    transitions = ((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
+                    patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                             "spec": self._spec(transitions)}
+                    self.lease = self.cluster.request("PATCH", LEASE.path(LOCK_NAMESPACE, self.name), body=patch,
+                                                      content_type=resources.MERGE_PATCH)
+                    break
+            except (Conflict, NotFound):
+                continue  # another run was quicker: look again
+            waited = self.describe(current)
+            if self._clock() >= deadline:
+                raise FleetError("%s: another run (%s) has been registering cluster %s since %s and still held %s after %ss: "
+                                 "run again once it has finished (the Lease of a run that was stopped expires %ss after its "
+                                 "last renewal)" % (self.cluster.label, waited["holder"], self.cluster_name, waited["since"],
+                                                    self.ref, timeout, LEASE_DURATION_SECONDS), waited_for=waited)
+            self._sleep(self.interval)
+        self._renewed = self._clock()
+        return waited
+
+    def renew(self, force=False):
+        """Renew the Lease when a third of its duration has passed (``force``: now); FleetError when it was lost."""
+        if not force and self._clock() - self._renewed < LEASE_DURATION_SECONDS / 3.0:
+            return
+        patch = {"metadata": {"resourceVersion": self.lease["metadata"]["resourceVersion"]},
+                 "spec": {"renewTime": micro_time(self._now())}}
+        try:
+            self.lease = self.cluster.request("PATCH", LEASE.path(LOCK_NAMESPACE, self.name), body=patch,
+                                              content_type=resources.MERGE_PATCH)
+        except (Conflict, NotFound):
+            self.lease = None
+            current = self._get()
+            raise FleetError("%s: this run lost %s to %s (it was not renewed for %ss) while registering cluster %s; the "
+                             "agent kubeconfig was not written: run again"
+                             % (self.cluster.label, self.ref, self.describe(current)["holder"] if current else "nobody",
+                                LEASE_DURATION_SECONDS, self.cluster_name))
+        self._renewed = self._clock()
+
+    def release(self):
+        """Delete the Lease if it is still this run's. Returns a warning when the member did not answer, else None."""
+        if self.lease is None:
+            return None
+        options = {"kind": "DeleteOptions", "apiVersion": "v1",
+                   "preconditions": {"resourceVersion": self.lease["metadata"]["resourceVersion"]}}
+        try:
+            self.cluster.request("DELETE", LEASE.path(LOCK_NAMESPACE, self.name), body=options)
+        except (Conflict, NotFound):
+            pass  # taken over after it expired, or deleted
+        except ClusterError as exc:
+            return ("%s; %s stays until it expires, %ss after its last renewal: other runs wait for it until then"
+                    % (exc.msg, self.ref, LEASE_DURATION_SECONDS))
+        finally:
+            self.lease = None
+        return None
+
+
 # --- Karmada ---------------------------------------------------------------------------------------
 
 
@@ -274,16 +436,47 @@ def csr_name(cluster_name):
     return "%s-%s" % (cluster_name, "".join(secrets.choice(bootstrap.TOKEN_CHARS) for dummy in range(5)))
 
 
-def wait_for_certificate(hub, name, timeout):
-    """Wait until CSR ``name`` carries its certificate; fail at once when it is denied or failed."""
+class CsrRefused(FleetError):
+    """The hub denied the CSR, or issued a certificate that cannot be used: a new run starts afresh."""
+
+
+def wait_for_certificate(hub, name, timeout, renew=None, interval=1.0):
+    """Wait until CSR ``name`` carries its certificate; fail at once when it is denied or failed.
+
+    A hub that does not answer for a while (restarting), or refuses the token for up to
+    :data:`TOKEN_REFUSAL_SECONDS` in a row, is waited for within ``timeout``. ``renew()`` is called on
+    every poll, ``interval`` seconds apart (it keeps the registration's Lease).
+    """
     issued = {}
+    refusals = []
+    tolerated = max(1, int(TOKEN_REFUSAL_SECONDS / interval))
 
     def check():
-        csr = hub.request("GET", CSR.path(name=name))
+        if renew:
+            renew()
+        try:
+            csr = hub.request("GET", CSR.path(name=name))
+        except NotFound:
+            raise FleetError("CSR %s disappeared from the hub (deleted, or removed by its CSR cleaner) before its "
+                             "certificate was issued; run again to post it anew; the member's agent kubeconfig was not "
+                             "changed" % name, csr_name=name)
+        except ClusterError as exc:
+            if exc.status == 401:
+                refusals.append(exc.msg)
+                if len(refusals) > tolerated:
+                    raise FleetError("%s, %d times in a row, while this run waited for the certificate of CSR %s: the bootstrap "
+                                     "token expired or was deleted; create a fresh one with multicluster.fleet.bootstrap_token "
+                                     "and run again: the next run resumes with this CSR" % (exc.msg, len(refusals), name),
+                                     csr_name=name, **exc.details)
+                return False, "the hub refused the bootstrap token: %s" % exc.msg
+            if exc.status and exc.status < 500:
+                raise
+            return False, "the hub did not answer: %s" % exc.msg
+        del refusals[:]
         for condition in ("Denied", "Failed"):
             item = resources.condition(csr, condition)
             if item and item.get("status") == "True":
-                raise FleetError("CSR %s on the hub was %s (%s: %s); the member was not changed"
+                raise CsrRefused("CSR %s on the hub was %s (%s: %s); the member was not changed"
                                  % (name, condition.lower(), item.get("reason"), item.get("message")), csr_name=name)
         certificate = (csr.get("status") or {}).get("certificate")
         if certificate:
@@ -292,36 +485,124 @@ def wait_for_certificate(hub, name, timeout):
         approved = resources.condition_is(csr, "Approved")
         return False, "approved, waiting for the signer" if approved else "not approved yet"
     try:
-        resources.wait_until(check, timeout, "the certificate of CSR %s" % name)
+        resources.wait_until(check, timeout, "the certificate of CSR %s" % name, interval=interval)
     except WaitTimeout as exc:
         raise FleetError("CSR %s on the hub got no certificate within %ss (%s): approve it with "
                          "multicluster.fleet.csr_accept, or let Karmada approve agent CSRs automatically "
-                         "(hub_registration with csr_auto_approval); the member was not changed"
-                         % (name, timeout, exc.details.get("last_seen")), csr_name=name)
+                         "(hub_registration with csr_auto_approval); the member's agent kubeconfig was not changed, and "
+                         "the next run waits for this CSR instead of posting another" % (name, timeout, exc.details.get("last_seen")),
+                         csr_name=name)
     return issued["pem"]
 
 
-def request_certificate(reg, server, ca_pem, report, check_mode, connect=bootstrap_connection):
-    """Post the agent CSR with the bootstrap token and return ``(name, cert_pem, key_pem)``.
+def _in_flight_secret(reg, server, name, request_pem, key_pem):
+    """Secret ``kube-system/multicluster-fleet-registration-<cluster>``: the CSR a run posts, with its key."""
+    data = {"csr-name": name, "hub-server": server, "csr.pem": request_pem, "tls.key": key_pem}
+    return {"metadata": {"name": lock_name(reg.cluster_name), "namespace": LOCK_NAMESPACE}, "type": "Opaque",
+            "data": dict((key, pki.b64(value)) for key, value in data.items())}
 
-    In check mode the CSR is a server-side dry run (so the token's authentication and RBAC are still
-    checked) and no certificate is awaited: ``cert_pem`` and ``key_pem`` are None.
+
+def _in_flight(member, reg, server=None):
+    """``{csr-name, hub-server, csr.pem, tls.key}`` of the CSR an earlier run posted (to ``server`` when given), or None."""
+    stored = resources.get(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE)
+    values = dict((key, _secret_value(stored, key)) for key in ("csr-name", "hub-server", "csr.pem", "tls.key"))
+    if stored is None or not all(values.values()) or server and values["hub-server"] != server:
+        return None
+    return values
+
+
+def _forget_in_flight(member, reg):
+    return resources.delete(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE)
+
+
+def _refuse_foreign_csrs(hub, reg, own):
+    """FleetError when a CSR for this agent that this module did not post is pending, from the same requester.
+
+    That is another registration of the cluster under way without the Lease (``karmadactl register``);
+    a second CSR would get a second certificate.
     """
-    key = pki.generate_private_key()
-    request = pki.csr_pem(key, karmada.agent_user(reg.cluster_name), [karmada.AGENTS_GROUP])
-    name = csr_name(reg.cluster_name)
+    requester = BOOTSTRAP_USER % bootstrap.parse_token(reg.token)[0]
+    try:
+        found = resources.list_objects(hub, CSR)
+    except ClusterError as exc:
+        if exc.status == 403:  # the token may create CSRs but not list them: nothing to compare with
+            return
+        raise
+    for item in found:
+        if (csrs.name_of(item) != own and csrs.state(item) == csrs.PENDING and csrs.requester(item) == requester
+                and csrs.common_name(item) == karmada.agent_user(reg.cluster_name)):
+            raise FleetError("CSR %s for %s, posted with the same bootstrap token at %s, is pending on the hub and was not "
+                             "posted by this module: another registration of cluster %s is under way (karmadactl register?). "
+                             "Let it finish, or deny or delete that CSR, then run again; the member was not changed"
+                             % (csrs.name_of(item), karmada.agent_user(reg.cluster_name),
+                                (item.get("metadata") or {}).get("creationTimestamp"), reg.cluster_name),
+                             csr_name=csrs.name_of(item))
+
+
+def _post_csr(hub, member, reg, name, request_pem, check_mode):
+    """POST the agent CSR; a refusal (the token expired since discovery, RBAC) forgets the CSR in flight."""
+    body = karmada.agent_csr(name, request_pem, reg.cert_expiration_seconds)
+    try:
+        return hub.request("POST", CSR.path(), body=body, query={"dryRun": "All"} if check_mode else None)
+    except Conflict:
+        existing = resources.get(hub, CSR, name)
+        if existing is not None and (existing.get("spec") or {}).get("request") == body["spec"]["request"]:
+            return existing  # posted by an earlier attempt of this registration
+        raise FleetError("%s: CSR %s exists on the hub but is not this registration's; run again" % (hub.label, name))
+    except ClusterError as exc:
+        if not exc.status:  # the hub may have received it: the next run looks for it
+            raise FleetError("%s; the next run resumes with CSR %s if the hub received it" % (exc.msg, name), **exc.details)
+        if not check_mode:
+            _forget_in_flight(member, reg)
+        hint = (" (the bootstrap token expired or was deleted since discovery: create a fresh one with "
+                "multicluster.fleet.bootstrap_token and run again)" if exc.status == 401 else "")
+        raise FleetError("posting CSR %s failed: %s%s; the member was not changed" % (name, exc.msg, hint), **exc.details)
+
+
+def request_certificate(reg, member, server, ca_pem, report, check_mode, connect=bootstrap_connection, lock=None):
+    """Post the agent CSR with the bootstrap token (or resume an earlier run's); return ``(name, cert_pem, key_pem)``.
+
+    The CSR and its key are stored on the member (:func:`_in_flight_secret`) before the CSR is posted:
+    a run that stopped after posting (the hub or the runner went away) is resumed by the next one with
+    the same CSR, so the member gets one certificate. In check mode the CSR is a server-side dry run
+    (so the token's authentication and RBAC are still checked) and nothing is stored or awaited:
+    ``cert_pem`` and ``key_pem`` are None. ``lock`` is the :class:`RegistrationLock` this run holds.
+    """
+    in_flight = _in_flight(member, reg, server)
     with connect(server, ca_pem, reg.token) as hub:
-        body = karmada.agent_csr(name, request, reg.cert_expiration_seconds)
-        created = hub.request("POST", CSR.path(), body=body, query={"dryRun": "All"} if check_mode else None)
-        report.add(hub, resources.Outcome(CSR, name, None, "created", None, created))
+        resumed = None
+        if in_flight:
+            resumed = resources.get(hub, CSR, in_flight["csr-name"])
+            if resumed and (resumed.get("spec") or {}).get("request") != pki.b64(in_flight["csr.pem"]):
+                resumed = in_flight = None  # the name is another CSR's now
+        if resumed:
+            name, request_pem, key_pem = in_flight["csr-name"], in_flight["csr.pem"], in_flight["tls.key"]
+            report.add(hub, resources.Outcome(CSR, name, None, "unchanged", resumed, resumed))
+        else:
+            if in_flight:  # posted before, gone from the hub since: post it again
+                name, request_pem, key_pem = in_flight["csr-name"], in_flight["csr.pem"], in_flight["tls.key"]
+            else:
+                key = pki.generate_private_key()
+                name = csr_name(reg.cluster_name)
+                request_pem = pki.csr_pem(key, karmada.agent_user(reg.cluster_name), [karmada.AGENTS_GROUP])
+                key_pem = pki.private_key_pem(key)
+            _refuse_foreign_csrs(hub, reg, name)
+            if not check_mode and not in_flight:
+                resources.ensure(member, SECRET, _in_flight_secret(reg, server, name, request_pem, key_pem))
+            created = _post_csr(hub, member, reg, name, request_pem, check_mode)
+            report.add(hub, resources.Outcome(CSR, name, None, "created", None, created))
         if check_mode:
             return name, None, None
-        cert_pem = wait_for_certificate(hub, name, reg.csr_wait_timeout)
-    key_pem = pki.private_key_pem(key)
+        try:
+            cert_pem = wait_for_certificate(hub, name, reg.csr_wait_timeout, lock.renew if lock else None, reg.wait_sleep)
+        except CsrRefused:
+            _forget_in_flight(member, reg)
+            raise
     problem = pki.client_certificate_problem(cert_pem, key_pem, ca_pem, karmada.agent_user(reg.cluster_name),
                                              karmada.AGENTS_GROUP, now=_now())
     if problem:
-        raise FleetError("the certificate issued for CSR %s cannot be used: %s; the member was not changed" % (name, problem),
+        _forget_in_flight(member, reg)
+        raise CsrRefused("the certificate issued for CSR %s cannot be used: %s; the member was not changed" % (name, problem),
                          csr_name=name)
     return name, cert_pem, key_pem
 
@@ -332,28 +613,42 @@ def ensure_agent_rbac(hub, reg, report, check_mode):
         report.ensure(hub, kind, desired, check_mode)
 
 
-def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connection, discover_hub=bootstrap.discover_hub):
-    """Register the member in Pull mode; see the module documentation for the steps."""
-    report = Report()
+def _stored_agent(member, reg):
+    """``(secret, kubeconfig parts, problem)`` of the member's agent credentials; problem None when they are good."""
     stored, parts, problem = _agent_kubeconfig(member)
     _refuse_another_karmada_agent(parts, reg.cluster_name, "replace")
     if parts:
         problem = credentials_problem(reg, parts["server"], parts["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"],
                                       karmada.agent_user(reg.cluster_name), karmada.AGENTS_GROUP)
-    result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
-                  api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=problem)
-    if problem is None:
-        if hub:
-            ensure_agent_rbac(hub, reg, report, check_mode)
-        report.add(member, resources.Outcome(SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE,
-                                             "unchanged", stored, stored))
-        return report.result(hub_server=parts["server"], ca_pins=bootstrap.pins_of_bundle(parts["ca_pem"]),
-                             certificate_expiration=_certificate_expiration(parts["client_cert_pem"]), **result)
-    discovered = discover(reg, discover_hub)
+    return stored, parts, problem
+
+
+def _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, check_mode):
+    """The result of a run that keeps the stored agent credentials (the hub RBAC still ensured).
+
+    Also removes the CSR in flight of the registration that stored them, left when its run stopped
+    right after storing them.
+    """
+    if hub:
+        ensure_agent_rbac(hub, reg, report, check_mode)
+    report.add(member, resources.Outcome(SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE,
+                                         "unchanged", stored, stored))
+    in_flight = _in_flight(member, reg)
+    if in_flight and in_flight["tls.key"] == parts["client_key_pem"]:
+        report.add(member, resources.delete(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE, check_mode))
+    result.update(reason=None, hub_server=parts["server"], ca_pins=bootstrap.pins_of_bundle(parts["ca_pem"]),
+                  certificate_expiration=_certificate_expiration(parts["client_cert_pem"]))
+    return report.result(**result)
+
+
+def _register_karmada(member, hub, reg, report, stored, discovered, result, check_mode, connect, lock=None):
+    """Request the certificate and store the agent kubeconfig (holding ``lock`` unless in check mode)."""
     server = hub_server(reg, discovered)
     if hub:
         ensure_agent_rbac(hub, reg, report, check_mode)
-    name, cert_pem, key_pem = request_certificate(reg, server, discovered["ca_pem"], report, check_mode, connect)
+    name, cert_pem, key_pem = request_certificate(reg, member, server, discovered["ca_pem"], report, check_mode, connect, lock)
+    if not check_mode:
+        lock.renew(force=True)  # still this run's registration: nobody took over meanwhile
     report.ensure(member, NAMESPACE, karmada.system_namespace(karmada.AGENT_NAMESPACE), check_mode)
     if check_mode:
         planned = dict(karmada.agent_kubeconfig_secret(""), apiVersion="v1", kind="Secret")
@@ -363,21 +658,87 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
     else:
         agent_kubeconfig = karmada.agent_kubeconfig(server, discovered["ca_pem"], reg.cluster_name, cert_pem, key_pem)
         report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
+        _forget_in_flight(member, reg)
         expiration = _certificate_expiration(cert_pem)
     result.update(csr_name=name, hub_server=server, ca_pins=discovered["ca_pins"], certificate_expiration=expiration)
     return report.result(**result)
+
+
+def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connection, discover_hub=bootstrap.discover_hub,
+                    lock=None):
+    """Register the member in Pull mode; see the module documentation for the steps.
+
+    ``lock`` is the :class:`RegistrationLock` to use (default: a new one for this run).
+    """
+    report = Report()
+    stored, parts, problem = _stored_agent(member, reg)
+    result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
+                  api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=problem, waited_for=None)
+    if problem is None:
+        return _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, check_mode)
+    discovered = discover(reg, discover_hub)
+    lock = lock or RegistrationLock(member, reg.cluster_name, interval=reg.wait_sleep)
+    if check_mode:
+        under_way = lock.held_by_another()
+        if under_way is None:
+            return _register_karmada(member, hub, reg, report, stored, discovered, result, check_mode, connect)
+        report.warnings.append("a registration of cluster %s by another run (%s, since %s) is under way: a run now would "
+                               "wait for it and keep the certificate it stores; no CSR planned"
+                               % (reg.cluster_name, under_way["holder"], under_way["since"]))
+        result.update(waited_for=under_way, hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"],
+                      certificate_expiration=None)
+        return report.result(**result)
+    waited = result["waited_for"] = lock.acquire(reg.csr_wait_timeout)
+    try:
+        # Read again under the Lease: another run may have registered the member since the first read.
+        stored, parts, problem = _stored_agent(member, reg)
+        if problem is None:
+            report.warnings.append(("waited for the registration of cluster %s by another run (%s, since %s), which"
+                                    % (reg.cluster_name, waited["holder"], waited["since"]) if waited else
+                                    "another run registered cluster %s meanwhile and" % reg.cluster_name)
+                                   + " stored a valid certificate: kept it")
+            done = _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, check_mode)
+        else:
+            result["reason"] = problem
+            done = _register_karmada(member, hub, reg, report, stored, discovered, result, check_mode, connect, lock)
+    finally:
+        warning = lock.release()
+    if warning:
+        done["warnings"].append(warning)
+    return done
+
+
+def _go_on_without_member(exc, reg, hub, leftovers, report):
+    """Handle the error ``exc`` of an unregistration's first request to the member.
+
+    An unreachable member is an error naming it, unless ``force`` is set and hub credentials are given:
+    then the run goes on with the hub side only (``leftovers`` stay on the member, a warning says so).
+    """
+    if exc.status:
+        raise exc
+    if not reg.force or hub is None:
+        raise FleetError("%s; cluster %s cannot be unregistered without reaching it: run again once it answers, or with "
+                         "force=true and hub credentials to remove it from the hub only" % (exc.msg, reg.cluster_name),
+                         **exc.details)
+    report.warnings.append("%s; force=true: removed cluster %s from the hub only, %s stay on it (run state=absent again "
+                           "once it answers)" % (exc.msg, reg.cluster_name, leftovers))
 
 
 def karmada_absent(member, hub, reg, check_mode=False):
     """Unregister: Works, Cluster and agent RBAC on the hub (with hub credentials), then the member objects.
 
     Works and the Cluster are awaited before the next step; the namespaces terminate in parallel and
-    are awaited at the end.
+    are awaited at the end. With ``force`` an unreachable member is skipped (hub side only).
     """
     report = Report()
     name = reg.cluster_name
     namespaces = []
-    _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
+    try:
+        _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
+    except ClusterError as exc:
+        _go_on_without_member(exc, reg, hub, "its agent objects (namespace %s with Secret %s, the karmada-agent Deployment "
+                              "and RBAC)" % (karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET), report)
+        member = None
     if hub:
         cluster = resources.get(hub, karmada.CLUSTER, name)
         if cluster and (cluster.get("spec") or {}).get("syncMode") == "Push":
@@ -385,8 +746,8 @@ def karmada_absent(member, hub, reg, check_mode=False):
                              "(state=absent), not cluster_register" % name)
         es_namespace = karmada.execution_namespace(name)
         for work in resources.list_objects(hub, karmada.WORK, es_namespace):
-            report.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, check_mode, wait=True, timeout=reg.wait_timeout)
-        report.delete(hub, karmada.CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+            report.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+        report.delete(hub, karmada.CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
         for kind, desired in reversed(karmada.agent_hub_objects(name)):
             metadata = desired["metadata"]
             if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
@@ -396,15 +757,19 @@ def karmada_absent(member, hub, reg, check_mode=False):
     else:
         report.warnings.append("no hub credentials given: only the member side was removed; the hub still lists cluster %s "
                                "(pass hub to remove its Cluster, Works and agent RBAC too)" % name)
-    for kind, obj_name, namespace in karmada.agent_member_objects():
-        report.delete(member, kind, obj_name, namespace, check_mode)
-    namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
-    if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
-        report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
-        namespaces.append((member, karmada.AGENT_NAMESPACE))
+    if member:
+        for kind, obj_name, namespace in karmada.agent_member_objects():
+            report.delete(member, kind, obj_name, namespace, check_mode)
+        for kind in (SECRET, LEASE):  # what a registration that was stopped half-way left
+            if resources.get(member, kind, lock_name(name), LOCK_NAMESPACE) is not None:
+                report.delete(member, kind, lock_name(name), LOCK_NAMESPACE, check_mode)
+        namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
+        if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
+            report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
+            namespaces.append((member, karmada.AGENT_NAMESPACE))
     if not check_mode:
         for cluster, namespace_name in namespaces:
-            resources.wait_until_gone(cluster, NAMESPACE, namespace_name, timeout=reg.wait_timeout)
+            resources.wait_until_gone(cluster, NAMESPACE, namespace_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     return report.result(engine="karmada", cluster_name=name)
 
 
@@ -474,22 +839,29 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
 
 def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     """Unjoin: the Klusterlet and the Secrets of its agent namespace (Hosted: the namespace too); with hub
-    credentials the ManagedCluster too."""
+    credentials the ManagedCluster too. With ``force`` an unreachable member (or hosting cluster) is skipped."""
     report = Report()
     name = reg.cluster_name
     placement = reg.placement
     runtime = hosting or member
-    _refuse_another_klusterlet(runtime, placement, name, "unjoin")
-    report.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
-    secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
-    if placement.hosted:
-        secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
-    for secret_name in secrets_of_join:
-        report.delete(runtime, SECRET, secret_name, placement.agent_namespace, check_mode)
-    if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
-        report.delete(runtime, NAMESPACE, placement.agent_namespace, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+    try:
+        _refuse_another_klusterlet(runtime, placement, name, "unjoin")
+    except ClusterError as exc:
+        _go_on_without_member(exc, reg, hub, "Klusterlet %s and the Secrets of namespace %s"
+                              % (placement.klusterlet, placement.agent_namespace), report)
+        runtime = None
+    if runtime:
+        report.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+        secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
+        if placement.hosted:
+            secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
+        for secret_name in secrets_of_join:
+            report.delete(runtime, SECRET, secret_name, placement.agent_namespace, check_mode)
+        if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
+            report.delete(runtime, NAMESPACE, placement.agent_namespace, check_mode=check_mode, wait=True,
+                          timeout=reg.wait_timeout, interval=reg.wait_sleep)
     if hub:
-        report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout)
+        report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     else:
         report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete it)" % name)
     return report.result(engine="ocm", cluster_name=name, klusterlet=placement.klusterlet)

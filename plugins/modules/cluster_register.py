@@ -26,6 +26,20 @@ description:
   - A member whose stored agent certificate is for this cluster, matches its key, was issued by the stored hub CA (one
     of O(ca_cert_hashes)), points at this hub and does not expire within O(renew_before) days is left unchanged - no
     new CSR, and the token is not used, so re-runs after the token expired still pass. Closer to expiry it is renewed.
+  - One Karmada registration of a member at a time, so that each member gets one certificate. A run that needs a
+    certificate holds Lease C(kube-system/multicluster-fleet-registration-<cluster>) on the member (taken after
+    discovery, renewed while the run waits, deleted at the end). Another run registering the same member meanwhile, for
+    example a second playbook run, waits for it (up to O(csr_wait_timeout) seconds, then fails naming the other run),
+    then keeps the certificate the first run stored - no second CSR - and says so in RV(waited_for) and a warning. The
+    Lease of a run that was stopped is taken over once it was not renewed for 60 seconds.
+  - The Karmada CSR and its private key are stored in Secret C(kube-system/multicluster-fleet-registration-<cluster>)
+    on the member before the CSR is posted, and removed once the agent kubeconfig is written (or the CSR was refused).
+    A run that stopped after posting - hub or runner gone, O(csr_wait_timeout) reached - is resumed by the next run
+    with the same CSR instead of a second one. A hub that does not answer for a while, or refuses the bootstrap token
+    for up to 30 seconds (an API server that has just started), is waited for within O(csr_wait_timeout). A bootstrap
+    token refused when the CSR is posted (expired since discovery) fails the run and leaves nothing on the member. A
+    CSR for the agent that this module did not post, pending from the same bootstrap token
+    (C(karmadactl register) running meanwhile), stops the run before a second one is posted.
   - B(OCM) (O(engine=ocm)) - writes Secret C(open-cluster-management-agent/bootstrap-hub-kubeconfig) (cluster C(hub),
     user C(bootstrap), context C(bootstrap)) and the registration fields of Klusterlet C(klusterlet) (C(clusterName),
     C(namespace), C(externalServerURLs), the registration driver of O(registration_driver), and C(deployOption.mode)
@@ -44,9 +58,11 @@ description:
   - O(state=absent) unregisters. Karmada - with O(hub) credentials the Works in C(karmada-es-<cluster>), the Cluster
     and the agent RBAC on the hub (each deletion awaited), then the member's agent objects (Deployment, ClusterRole and
     ClusterRoleBinding C(karmada-agent), ServiceAccount C(karmada-agent-sa), Secret C(karmada-kubeconfig), and namespace
-    C(karmada-system) when it is labelled C(karmada.io/system=true)). A cluster registered in Push mode is refused (use
-    M(multicluster.fleet.cluster_join)). OCM - the Klusterlet and the Secrets join wrote or the agent wrote (on the
-    hosting cluster in Hosted mode, and namespace C(klusterlet-<cluster>) there), and with O(hub) the ManagedCluster.
+    C(karmada-system) when it is labelled C(karmada.io/system=true), and what a registration stopped half-way left in
+    C(kube-system)). A cluster registered in Push mode is refused (use M(multicluster.fleet.cluster_join)). OCM - the
+    Klusterlet and the Secrets join wrote or the agent wrote (on the hosting cluster in Hosted mode, and namespace
+    C(klusterlet-<cluster>) there), and with O(hub) the ManagedCluster. A member (or hosting cluster) that does not
+    answer fails the run, naming it, unless O(force=true).
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -129,6 +145,22 @@ options:
       - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster).
     type: int
     default: 60
+  wait_sleep:
+    description:
+      - Seconds between two checks while the module waits for the agent certificate (O(csr_wait_timeout)), for another
+        run's registration of the member, and for deletions (O(wait_timeout)); at least V(1). As C(wait_sleep) of
+        M(kubernetes.core.k8s).
+    type: int
+    default: 5
+  force:
+    description:
+      - With O(state=absent), when the member (or, OCM Hosted, the hosting cluster) does not answer, remove the cluster
+        from the hub only - the Works, the Cluster and the agent RBAC (Karmada) or the ManagedCluster (OCM) - instead of
+        failing. Needs O(hub). What the registration wrote on the member stays there, and a warning says so; run
+        O(state=absent) again once the member answers.
+      - Without effect on a member that answers.
+    type: bool
+    default: false
   klusterlet_mode:
     description:
       - OCM only. The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the agent installer
@@ -176,6 +208,8 @@ attributes:
     details:
       - Discovery runs (it only reads), the Karmada CSR is a server-side dry run with the bootstrap token (which checks
         the token and its RBAC), and nothing is written or awaited.
+      - When another run is registering the member (its Lease is held), no CSR is planned; RV(waited_for) names that
+        run and a warning says that a real run would wait for it.
   diff_mode:
     support: full
     details:
@@ -277,6 +311,16 @@ EXAMPLES = r"""
     kubeconfig: /etc/fleet/member2.kubeconfig
     hub:
       kubeconfig: /etc/fleet/hub.kubeconfig
+
+- name: Remove member3, which no longer answers, from the Karmada hub
+  multicluster.fleet.cluster_register:
+    engine: karmada
+    cluster_name: member3
+    state: absent
+    force: true
+    kubeconfig: /etc/fleet/member3.kubeconfig
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
 """
 
 RETURN = r"""
@@ -308,10 +352,31 @@ reason:
   type: str
   sample: the certificate expires at 2027-01-02T03:04:05Z, within the renewal window
 csr_name:
-  description: The Karmada agent CSR created (or, in check mode, planned) on the hub; null when none was needed.
+  description:
+    - The Karmada agent CSR created (or, in check mode, planned) on the hub, or the one an earlier run posted and this
+      run resumed (listed as V(unchanged) in RV(changes)); null when none was needed.
   returned: when O(state=present)
   type: str
   sample: member2-x7k2p
+waited_for:
+  description:
+    - The registration of this member by another run that was under way when this run needed a certificate, and that
+      this run waited for (in check mode - would wait for); null when there was none. Karmada only.
+  returned: when O(state=present) and O(engine=karmada)
+  type: dict
+  contains:
+    holder:
+      description: The other run - host, process id and a random part.
+      type: str
+      sample: awx-task-1/4242/9f3c1a2b
+    since:
+      description: When it took the Lease.
+      type: str
+      sample: "2027-11-22T03:22:19.123456Z"
+    lease:
+      description: The Lease on the member.
+      type: str
+      sample: Lease/kube-system/multicluster-fleet-registration-member2
 certificate_expiration:
   description: When the agent's client certificate expires (Karmada, or OCM once joined); null in check mode.
   returned: when O(state=present)
@@ -359,8 +424,8 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
-           "renew_before", "api_endpoint", "wait_timeout", "klusterlet_mode", "registration_driver", "grpc_server",
-           "grpc_ca_pem")
+           "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
+           "grpc_ca_pem", "force")
 
 
 def run(module):
@@ -395,6 +460,8 @@ def main():
         renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
         wait_timeout=dict(type="int", default=60),
+        wait_sleep=dict(type="int", default=5),
+        force=dict(type="bool", default=False),
         klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
         hosting=cluster_argument_spec(),
         managed_kubeconfig=dict(type="path"),
