@@ -27,7 +27,7 @@ if [ ! -x "$FLEET_VENV/bin/python" ]; then
   python3 -m venv "$FLEET_VENV"
 fi
 _stamp="$FLEET_VENV/.fleet-requirements"
-_want="$(cat "$_fleet_root/requirements.txt" "$_fleet_root/tests/requirements.txt" | sha256sum | cut -c1-16)"
+_want="$(cat "$_fleet_root/requirements.txt" "$_fleet_root/meta/requirements.txt" "$_fleet_root/tests/requirements.txt" | sha256sum | cut -c1-16)"
 if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   echo "[setup] installing Python requirements" >&2
   "$FLEET_VENV/bin/python" -m pip install -q --upgrade pip

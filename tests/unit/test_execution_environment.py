@@ -1,0 +1,105 @@
+"""The execution environment definition: ``ansible-builder create`` turns meta/execution-environment.yml into a
+build context, and the requirements the image build would install are resolved here with ansible-builder's own
+introspection script from that context.
+
+No container engine is needed: the context is checked as written (Containerfile, _build/requirements.txt, the
+collection tarball), and the introspection runs on the collection installed into a temporary directory, as the
+image build runs it on /usr/share/ansible/collections.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import pytest
+import yaml
+
+from test_packaging import ROOT, _ansible_galaxy, _source_files
+
+
+def requirement_lines(path):
+    with open(path) as handle:
+        return [line.strip() for line in handle if line.strip() and not line.lstrip().startswith("#")]
+
+
+def run(command, cwd=None):
+    done = subprocess.run(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          check=False)
+    assert done.returncode == 0, "%s failed:\n%s" % (" ".join(command), done.stdout)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def galaxy():
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        return yaml.safe_load(handle)
+
+
+@pytest.fixture(scope="module")
+def context(tmp_path_factory, galaxy):
+    """The build context ``ansible-builder create`` writes for a checkout whose collection tarball was built
+    beside galaxy.yml (the documented first step)."""
+    builder = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
+    assert os.path.exists(builder), "ansible-builder is not installed beside %s (tests/requirements.txt)" % sys.executable
+    source = tmp_path_factory.mktemp("checkout")
+    for path in _source_files():
+        target = source / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, path), str(target))
+    run([_ansible_galaxy(), "collection", "build", "--force"], cwd=str(source))
+    built = source / ("%s-%s-%s.tar.gz" % (galaxy["namespace"], galaxy["name"], galaxy["version"]))
+    assert built.exists()
+    output = tmp_path_factory.mktemp("context")
+    run([builder, "create", "-f", str(source / "meta" / "execution-environment.yml"), "-c", str(output),
+         "--output-filename", "Containerfile"], cwd=str(source))
+    return output
+
+
+def test_containerfile_installs_ansible_runner_and_the_collection(context):
+    containerfile = (context / "Containerfile").read_text()
+    assert 'ARG EE_BASE_IMAGE="quay.io/centos/centos:stream9"' in containerfile
+    refs = next(line for line in containerfile.splitlines() if line.startswith("ARG ANSIBLE_INSTALL_REFS="))
+    assert "ansible-core>=2.16" in refs and "ansible-runner>=2.4" in refs
+    assert ("RUN ansible-galaxy collection install --offline /tmp/multicluster-fleet/*.tar.gz "
+            "--collections-path /usr/share/ansible/collections") in containerfile
+    # the Python requirements go through ansible-builder's introspection, collection and user ones alike
+    assert "introspect.py introspect --user-pip=requirements.txt" in containerfile
+    assert 'LABEL ansible-execution-environment=true' in containerfile
+
+
+def test_context_holds_the_collections_python_requirements(context):
+    assert requirement_lines(str(context / "_build" / "requirements.txt")) == requirement_lines(
+        os.path.join(ROOT, "meta", "requirements.txt"))
+    assert requirement_lines(os.path.join(ROOT, "meta", "requirements.txt"))  # not an empty list
+
+
+def test_context_holds_the_collection(context, galaxy):
+    tarballs = list((context / "_build" / "collection").glob("*.tar.gz"))
+    assert [t.name for t in tarballs] == ["multicluster-fleet-%s.tar.gz" % galaxy["version"]]
+    with tarfile.open(str(tarballs[0])) as tarball:
+        names = set(tarball.getnames())
+        manifest = json.load(tarball.extractfile("MANIFEST.json"))["collection_info"]
+    assert (manifest["namespace"], manifest["name"], manifest["version"]) == (galaxy["namespace"], galaxy["name"],
+                                                                              galaxy["version"])
+    assert {"plugins/inventory/fleet.py", "extensions/awx/credential_type.yml", "meta/execution-environment.yml",
+            "meta/requirements.txt", "requirements.txt", "playbooks/site.yml"} <= names
+
+
+def test_image_build_resolves_the_collections_requirements(context, tmp_path):
+    """What the image build's builder stage runs: the collection installed, then ansible-builder's introspection
+    over the installed collections with the definition's requirements as the user's."""
+    collections = tmp_path / "collections"
+    tarball = next((context / "_build" / "collection").glob("*.tar.gz"))
+    # --force: the test session's ANSIBLE_COLLECTIONS_PATH already holds the checkout as multicluster.fleet
+    run([_ansible_galaxy(), "collection", "install", "--offline", "--force", str(tarball), "--collections-path", str(collections)])
+    resolved = tmp_path / "requirements.txt"
+    run([sys.executable, str(context / "_build" / "scripts" / "introspect.py"), "introspect", str(collections),
+         "--user-pip=%s" % (context / "_build" / "requirements.txt"), "--write-pip=%s" % resolved])
+    wanted = requirement_lines(os.path.join(ROOT, "meta", "requirements.txt"))
+    lines = requirement_lines(str(resolved))
+    # PyYAML comes with ansible-core, so ansible-builder leaves it out of collections' requirements
+    assert lines == ["%s  # from collection multicluster.fleet" % r for r in wanted if not r.startswith("PyYAML")] + [
+        "%s  # from collection user" % r for r in wanted]
