@@ -7,75 +7,14 @@ and detach.yml on the registered fleet (it would remove). The lab's simulations 
 agents and hub controllers (tests/lab/simulate.py).
 """
 
-import base64
-import json
 import os
 import re
 
 import pytest
 import yaml
 
+from labstate import admin_token, snapshot
 from runner import ROOT, failures, recap_of, run_playbook, summary
-
-import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
-
-# Objects the lab's simulations of the engines' own controllers create and keep, not the playbooks:
-# the ClusterRoles OCM's cluster-manager installs for its per-cluster RoleBindings.
-SIMULATION_OWNED = {"ClusterRole/open-cluster-management:managedcluster:registration",
-                    "ClusterRole/open-cluster-management:managedcluster:work"}
-KINDS = (
-    ("Namespace", "/api/v1/namespaces"),
-    ("ServiceAccount", "/api/v1/serviceaccounts"),
-    ("Secret", "/api/v1/secrets"),
-    ("ConfigMap", "/api/v1/configmaps"),
-    ("ClusterRole", "/apis/rbac.authorization.k8s.io/v1/clusterroles"),
-    ("ClusterRoleBinding", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
-    ("Role", "/apis/rbac.authorization.k8s.io/v1/roles"),
-    ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/rolebindings"),
-    ("Deployment", "/apis/apps/v1/deployments"),
-    ("CustomResourceDefinition", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
-)
-HUB_KINDS = KINDS + (
-    ("Cluster", "/apis/cluster.karmada.io/v1alpha1/clusters"),
-    ("ManagedCluster", "/apis/cluster.open-cluster-management.io/v1/managedclusters"),
-    ("ClusterManager", "/apis/operator.open-cluster-management.io/v1/clustermanagers"),
-)
-
-
-def snapshot(lab, contents=False):
-    """Every object of the kinds the playbooks write, per cluster, as ``Kind/namespace/name``.
-
-    With ``contents``, a dict per cluster instead, mapping each such name to the object as JSON without
-    its status and the metadata the API server maintains (``resourceVersion``, ``generation``,
-    ``managedFields``); ``uid`` and ``creationTimestamp`` stay, so an object deleted and created again
-    differs too. That is what a check-mode run must leave exactly as it was.
-
-    Left out: what Kubernetes derives by itself (ServiceAccount token Secrets, the ``kube-root-ca.crt``
-    ConfigMaps and ``default`` ServiceAccounts of each namespace; CertificateSigningRequests, which its
-    csrcleaner removes an hour after they were issued), and the cluster namespaces (labelled ``open-cluster-management.io/cluster-name``) the
-    OCM hub controller creates on acceptance and keeps, with what Kubernetes puts into them.
-    """
-    state = {}
-    volatile = ("resourceVersion", "generation", "managedFields", "selfLink")
-    for name, info in lab.clusters.items():
-        api = fleet_lab.ApiClient.for_cluster(info)
-        cluster_namespaces = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]
-                              if "open-cluster-management.io/cluster-name" in (n["metadata"].get("labels") or {})}
-        found = {}
-        for kind, path in HUB_KINDS if name == lab.hub else KINDS:
-            for obj in api.get(path)["items"]:
-                meta = obj["metadata"]
-                namespace = meta.get("namespace")
-                if (obj.get("type") == "kubernetes.io/service-account-token" or meta["name"] in ("kube-root-ca.crt", "default")
-                        or namespace in cluster_namespaces or meta["name"] in cluster_namespaces and kind == "Namespace"):
-                    continue
-                ref = "/".join([kind] + ([namespace] if namespace else []) + [meta["name"]])
-                if ref not in SIMULATION_OWNED:
-                    obj.pop("status", None)
-                    found[ref] = json.dumps(dict(obj, metadata={k: v for k, v in meta.items() if k not in volatile}),
-                                            sort_keys=True)
-        state[name] = found if contents else set(found)
-    return state
 
 
 def hub_csrs(lab):
@@ -114,25 +53,6 @@ def check_play(lab, name, inventory, diff=False, **extra_vars):
     assert snapshot(lab, contents=True) == before
     assert hub_csrs(lab) == csrs
     return done, recap
-
-
-def admin_token(api, name="fleet-test-admin"):
-    """A ServiceAccount token that may do everything on a lab cluster (``kube-system/<name>``, cluster-admin)."""
-    rbac = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
-    if not api.exists("/api/v1/namespaces/kube-system/serviceaccounts/" + name):
-        api.post("/api/v1/namespaces/kube-system/serviceaccounts", {"metadata": {"name": name}})
-    if not api.exists(rbac + "/" + name):
-        api.post(rbac, {"metadata": {"name": name},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-                        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}]})
-
-    def issued():
-        secrets = api.get("/api/v1/namespaces/kube-system/secrets")["items"]
-        tokens = [s["data"]["token"] for s in secrets if s.get("type") == "kubernetes.io/service-account-token"
-                  and s["metadata"]["annotations"].get("kubernetes.io/service-account.name") == name
-                  and (s.get("data") or {}).get("token")]
-        return tokens[0] if tokens else None
-    return base64.b64decode(fleet_lab.wait_for(issued, 30, "the token of ServiceAccount kube-system/" + name)).decode()
 
 
 def token_inventory(lab, directory, engine):
