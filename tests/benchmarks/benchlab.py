@@ -9,12 +9,15 @@ multicluster.fleet, and the lab they run against.
 
 ``lab`` attaches to the lab in ``--lab-dir`` (or ``FLEET_LAB_DIR``) when one was started there;
 otherwise it starts the clusters the benchmark needs and stops them when the block ends.
+``timed(command, env)`` runs a command and returns its wall time and CPU time.
 """
 
 import contextlib
 import os
+import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 for folder in (os.path.join("tests", "integration"), os.path.join("tests", "lab"), "tests"):  # tests/conftest.py first
@@ -44,3 +47,24 @@ def lab(lab_dir, clusters):
         yield started
     finally:
         started.down()
+
+
+def timed(command, env):
+    """Run ``command``; ``(seconds, cpu_seconds, returncode, output)``, stdout and stderr together in ``output``.
+
+    The CPU seconds are user + system time of the process and of the descendants it waited for (os.wait4),
+    a figure that, unlike the wall time, does not depend on how busy the machine is.
+    """
+    with tempfile.TemporaryFile("w+") as output:
+        start = time.monotonic()
+        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
+        _pid, status, usage = os.wait4(process.pid, 0)
+        seconds = time.monotonic() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        output.seek(0)
+        return seconds, usage.ru_utime + usage.ru_stime, process.returncode, output.read()
+
+
+def load():
+    """The load averages, as uptime prints them."""
+    return " ".join("%.2f" % figure for figure in os.getloadavg())

@@ -1,9 +1,12 @@
-"""Median wall time of one read task through ansible-playbook against the lab hub.
+"""Median wall time of one read task and of one write task through ansible-playbook against the lab hub.
 
-Compares ``multicluster.fleet.cluster_info`` with the same read done by ``kubernetes.core.k8s_info``
-and with ``ansible.builtin.ping`` (Ansible's own floor for a task). Each playbook holds
+Reads: ``multicluster.fleet.cluster_info`` and the same read done by ``kubernetes.core.k8s_info``.
+Writes: ``multicluster.fleet.k8s_objects`` and ``kubernetes.core.k8s`` creating the same ConfigMap
+(one per task, ``bench-write-<n>`` in namespace ``default``; they are deleted before every run, so
+every task creates). ``ansible.builtin.ping`` is Ansible's own floor for a task. Each playbook holds
 ``--tasks`` tasks and runs ``--runs`` times; the figure per task is the median run divided by the
-number of tasks, so ansible-playbook's start-up is spread out as it is in a real play.
+number of tasks, so ansible-playbook's start-up is spread out as it is in a real play; the ratio is
+to the ping figure.
 
     python tests/benchmarks/cluster_info.py [--tasks 10] [--runs 5] [--lab-dir DIR]
 
@@ -14,43 +17,70 @@ and stops it afterwards.
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 import yaml
 
 import benchlab
+from lab import ApiError
 
-READS = {
-    "ansible.builtin.ping": lambda kubeconfig: {"ansible.builtin.ping": {}},
-    "multicluster.fleet.cluster_info": lambda kubeconfig: {
-        "multicluster.fleet.cluster_info": {"engine": "karmada", "kubeconfig": kubeconfig}},
-    "kubernetes.core.k8s_info": lambda kubeconfig: {
-        "kubernetes.core.k8s_info": {"api_version": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                                     "kubeconfig": kubeconfig}},
+WRITTEN = "bench-write-%d"
+
+
+def config_map(index):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": WRITTEN % index, "namespace": "default"},
+            "data": {"greeting": "Hello, Kubernetes!"}}
+
+
+# Per kind of task, the modules compared: a function of (kubeconfig, task number) returning the task.
+TASKS = {
+    "read": {
+        "ansible.builtin.ping": lambda kubeconfig, index: {"ansible.builtin.ping": {}},
+        "multicluster.fleet.cluster_info": lambda kubeconfig, index: {
+            "multicluster.fleet.cluster_info": {"engine": "karmada", "kubeconfig": kubeconfig}},
+        "kubernetes.core.k8s_info": lambda kubeconfig, index: {
+            "kubernetes.core.k8s_info": {"api_version": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                                         "kubeconfig": kubeconfig}},
+    },
+    "write": {
+        "multicluster.fleet.k8s_objects": lambda kubeconfig, index: {
+            "multicluster.fleet.k8s_objects": {"kubeconfig": kubeconfig, "objects": [config_map(index)]}},
+        "kubernetes.core.k8s": lambda kubeconfig, index: {
+            "kubernetes.core.k8s": {"kubeconfig": kubeconfig, "definition": config_map(index)}},
+    },
 }
 
 
-def playbook(task, tasks):
+def playbook(task, kubeconfig, tasks):
     return [{"name": "benchmark", "hosts": "localhost", "gather_facts": False, "connection": "local",
              "vars": {"ansible_python_interpreter": sys.executable},
-             "tasks": [dict(task, name="read %d" % i) for i in range(tasks)]}]
+             "tasks": [dict(task(kubeconfig, index), name="task %d" % index) for index in range(tasks)]}]
 
 
-def time_playbook(path, runs):
+def delete_written(api, tasks):
+    """Delete the ConfigMaps the write tasks create, so that the next run creates them again."""
+    for index in range(tasks):
+        try:
+            api.delete("/api/v1/namespaces/default/configmaps/" + WRITTEN % index)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+
+
+def time_playbook(path, runs, before_run):
+    """Median wall time and median CPU time (ansible-playbook and its children) of ``runs`` runs."""
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.minimal", ANSIBLE_COLLECTIONS_PATH=benchlab.COLLECTIONS_ROOT,
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    seconds = []
+    seconds, cpu = [], []
     for _run in range(runs):
-        start = time.monotonic()
-        done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), path],
-                              env=env, capture_output=True, text=True, check=False)
-        seconds.append(time.monotonic() - start)
-        if done.returncode != 0:
-            raise SystemExit("%s failed:\n%s%s" % (path, done.stdout[-2000:], done.stderr[-2000:]))
-    return statistics.median(seconds)
+        before_run()
+        wall, used, returncode, output = benchlab.timed([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), path], env)
+        if returncode != 0:
+            raise SystemExit("%s failed:\n%s" % (path, output[-4000:]))
+        seconds.append(wall)
+        cpu.append(used)
+    return statistics.median(seconds), statistics.median(cpu)
 
 
 def main():
@@ -61,16 +91,25 @@ def main():
     args = parser.parse_args()
 
     with benchlab.lab(args.lab_dir, ["hub"]) as lab:
-        kubeconfig = lab.clusters["hub"]["kubeconfig"]
-        print("median wall time per task, %d tasks per playbook, %d runs each (hub %s)"
-              % (args.tasks, args.runs, lab.clusters["hub"]["server"]))
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, task in READS.items():
-                path = os.path.join(tmp, name + ".yml")
-                with open(path, "w") as handle:
-                    yaml.safe_dump(playbook(task(kubeconfig), args.tasks), handle)
-                run = time_playbook(path, args.runs)
-                print("  %-34s %6.3f s/task  (%.2f s per playbook)" % (name, run / args.tasks, run))
+        kubeconfig = lab.clusters[lab.hub]["kubeconfig"]
+        api = lab.api(lab.hub)
+        print("median wall time and CPU time per task, %d tasks per playbook, %d runs each (hub %s, %d CPUs, load %s)"
+              % (args.tasks, args.runs, lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
+        floor = None
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                for kind, tasks in TASKS.items():
+                    print("  %s" % kind)
+                    for name, task in tasks.items():
+                        path = os.path.join(tmp, name + ".yml")
+                        with open(path, "w") as handle:
+                            yaml.safe_dump(playbook(task, kubeconfig, args.tasks), handle)
+                        run, cpu = time_playbook(path, args.runs, lambda: delete_written(api, args.tasks))
+                        floor = floor or (run, cpu)
+                        print("    %-34s %6.3f s/task %5.2f x ping   CPU %6.3f s/task %5.2f x ping   (%.2f s per playbook)"
+                              % (name, run / args.tasks, run / floor[0], cpu / args.tasks, cpu / floor[1], run))
+        finally:
+            delete_written(api, args.tasks)
 
 
 if __name__ == "__main__":

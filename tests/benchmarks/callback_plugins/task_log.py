@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark helper: write one JSON line per task result, retry and loop item to ``$FLEET_BENCH_TASK_LOG``.
+
+Enabled by tests/benchmarks/fleet.py (ANSIBLE_CALLBACK_PLUGINS pointing here, ANSIBLE_CALLBACKS_ENABLED=task_log)
+to count, per host, the tasks that ran and the module processes they started. Each line holds ``host``,
+``task`` (its name), ``action`` (fully qualified when Ansible resolved it), ``path`` (file:line), ``event``
+(ok, changed, failed, skipped, unreachable, retry, item, include) and ``seconds`` since the task started
+on that host.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import time
+
+from ansible.plugins.callback import CallbackBase
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "task_log"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self._path = os.environ.get("FLEET_BENCH_TASK_LOG")
+        self._started = {}
+        self._lines = []
+
+    def _record(self, host, task, event):
+        started = self._started.get((host, task._uuid))
+        self._lines.append({
+            "host": host, "task": task.get_name(), "action": getattr(task, "resolved_action", None) or task.action,
+            "path": task.get_path(), "event": event,
+            "seconds": None if started is None else round(time.monotonic() - started, 4)})
+
+    def _result(self, result, event):
+        self._record(result._host.get_name(), result._task, event)
+
+    def v2_runner_on_start(self, host, task):
+        self._started[(host.get_name(), task._uuid)] = time.monotonic()
+
+    def v2_runner_on_ok(self, result):
+        self._result(result, "changed" if result._result.get("changed") else "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._result(result, "failed")
+
+    def v2_runner_on_skipped(self, result):
+        self._result(result, "skipped")
+
+    def v2_runner_on_unreachable(self, result):
+        self._result(result, "unreachable")
+
+    def v2_runner_retry(self, result):
+        self._result(result, "retry")
+
+    def v2_runner_item_on_ok(self, result):
+        self._result(result, "item")
+
+    def v2_runner_item_on_failed(self, result):
+        self._result(result, "item")
+
+    def v2_playbook_on_stats(self, stats):
+        if self._path:
+            with open(self._path, "w") as handle:
+                for line in self._lines:
+                    handle.write(json.dumps(line) + "\n")

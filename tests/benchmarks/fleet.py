@@ -1,0 +1,197 @@
+"""Wall time and controller CPU of playbooks/site.yml for fleets of 1 to 16 lab members, per engine.
+
+For each engine and size N, writes an inventory of the lab hub and its first N members (members
+alternate push and pull as in the lab's inventory; OCM members all register by pull), starts the lab
+simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
+
+- the wall time, and its ratio to the 1-member run;
+- the controller CPU seconds (user + system of ansible-playbook and every process it waited for: its
+  workers and the module processes), in total and per member. Unlike the wall time this does not
+  depend on how busy the machine is;
+- the module processes started per member: tasks that ran a module (not skipped, not one of the
+  controller-side actions such as assert, set_fact, include_role or argument validation), retries
+  included, counted by the callback in tests/benchmarks/callback_plugins/task_log.py;
+- the tasks per member that ran (not skipped), controller-side ones included.
+
+After each run, playbooks/detach.yml (not timed) takes the fleet apart again, the hub set-up
+included, so every site.yml run registers from scratch. ``--tasks`` prints the task list of one
+push and one pull member of the largest run.
+
+    python tests/benchmarks/fleet.py [--sizes 1,2,4,8,16] [--engines karmada,ocm] [--tasks] [--lab-dir DIR]
+
+Uses the lab in ``--lab-dir`` (or ``FLEET_LAB_DIR``) when it runs (it needs at least as many members
+as the largest size; one lab serves both engines, its hub has both engines' CRDs); otherwise starts
+the hub and the members needed and stops them afterwards (about 450 MB of memory per cluster).
+The simulations run in this process; the Hosted-mode klusterlets are left out, site.yml installs
+every klusterlet on its own member.
+"""
+
+import argparse
+import collections
+import copy
+import json
+import os
+import resource
+import sys
+import tempfile
+
+import yaml
+
+import benchlab
+import simulate
+from lab import Lab
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PLAYBOOKS = os.path.join(benchlab.ROOT, "playbooks")
+# Actions Ansible carries out in the controller process without starting a module.
+CONTROLLER_ACTIONS = frozenset(
+    "ansible.builtin." + name for name in (
+        "assert", "debug", "fail", "set_fact", "include_role", "include_tasks", "import_role", "import_tasks",
+        "include_vars", "validate_argument_spec", "meta", "set_stats", "pause"))
+LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-member run
+  CPU s      user + system CPU of ansible-playbook and every process it waited for (workers, modules)
+  CPU s/mbr  CPU s divided by the members; +CPU/mbr: CPU s added per member beyond the smallest size
+  modules/mbr, tasks/mbr, skip/mbr: per member, the module processes started (retries included), the tasks
+             run (controller-side ones included) and the tasks skipped
+  sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
+
+
+def fleet_inventory(lab, engine, size):
+    """The lab's inventory with its hub and first ``size`` members, for ``engine``."""
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory = copy.deepcopy(inventory)
+    inventory["all"]["vars"]["fleet_engine"] = engine
+    members = inventory["all"]["children"]["members"]["hosts"]
+    available = list(members)
+    if len(available) < size:
+        raise SystemExit("the lab in %s has %d members, %d are needed" % (lab.dir, len(available), size))
+    inventory["all"]["children"]["members"]["hosts"] = dict((name, members[name]) for name in available[:size])
+    return inventory
+
+
+def simulations(lab_dir, members):
+    """The lab simulations of the hub and ``members`` (a view of the lab limited to them), not started."""
+    view = Lab.load(lab_dir)
+    view.clusters = dict((name, info) for name, info in view.clusters.items() if name == view.hub or name in members)
+    return [sim for sim in simulate.simulations(view) if not getattr(sim, "hosted", False)]
+
+
+def run_playbook(playbook, inventory, forks, task_log):
+    """Run ansible-playbook with the task log callback; ``(seconds, cpu_seconds, returncode, output)``."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=benchlab.COLLECTIONS_ROOT, ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="task_log",
+               FLEET_BENCH_TASK_LOG=task_log)
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
+               "--forks", str(forks), os.path.join(PLAYBOOKS, playbook)]
+    return benchlab.timed(command, env)
+
+
+def read_task_log(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle]
+
+
+def runs_module(event):
+    return event["event"] not in ("skipped", "item") and event["action"] not in CONTROLLER_ACTIONS
+
+
+def per_member(events, members):
+    """Module processes, tasks run and tasks skipped, each the mean over ``members``."""
+    def mean(counted):
+        return sum(1 for event in events if event["host"] in members and counted(event)) / float(len(members))
+    return (mean(runs_module), mean(lambda event: event["event"] not in ("skipped", "retry", "item")),
+            mean(lambda event: event["event"] == "skipped"))
+
+
+def print_tasks(events, host, mode):
+    print("\n  tasks of %s (%s) in the largest run: count, action, task (m: starts a module; retries counted)" % (host, mode))
+    counts = collections.OrderedDict()
+    for event in events:
+        if event["host"] == host and event["event"] not in ("skipped", "item"):
+            key = (event["action"], event["task"])
+            counts[key] = counts.get(key, 0) + 1
+    for (action, task), count in counts.items():
+        print("    %3d %s %-44s %s" % (count, "m" if action not in CONTROLLER_ACTIONS else " ", action, task))
+
+
+def keep(directory, name, output):
+    with open(os.path.join(directory, name), "w") as handle:
+        handle.write(output)
+
+
+def measure(lab, engine, size, tmp):
+    """Run site.yml, then detach.yml; return the figures of the site.yml run and its task log.
+
+    ``tmp`` receives the inventory, the task logs (``tasks-<engine>-<size>.jsonl``, ``detach-...``) and the
+    output of both playbooks (``site-<engine>-<size>.log``, ``detach-...``)."""
+    inventory = fleet_inventory(lab, engine, size)
+    members = list(inventory["all"]["children"]["members"]["hosts"])
+    path = os.path.join(tmp, "inventory-%s-%d.yml" % (engine, size))
+    with open(path, "w") as handle:
+        yaml.safe_dump(inventory, handle, sort_keys=False)
+    task_log = os.path.join(tmp, "tasks-%s-%d.jsonl" % (engine, size))
+    sims = [sim.start() for sim in simulations(lab.dir, members)]
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        seconds, cpu, returncode, output = run_playbook("site.yml", path, size + 1, task_log)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        keep(tmp, "site-%s-%d.log" % (engine, size), output)
+        if returncode != 0:
+            raise SystemExit("site.yml with %d %s members failed (rc %d):\n%s" % (size, engine, returncode, output[-4000:]))
+        _detached, _cpu, returncode, output = run_playbook(
+            "detach.yml", path, size + 1, os.path.join(tmp, "detach-%s-%d.jsonl" % (engine, size)))
+        keep(tmp, "detach-%s-%d.log" % (engine, size), output)
+        if returncode != 0:
+            raise SystemExit("detach.yml with %d %s members failed (rc %d):\n%s" % (size, engine, returncode, output[-4000:]))
+    finally:
+        for sim in sims:
+            sim.stop()
+    events = read_task_log(task_log)
+    modules, tasks, skipped = per_member(events, members)
+    return {"seconds": seconds, "cpu": cpu, "members": members, "events": events, "modules": modules, "tasks": tasks,
+            "skipped": skipped, "hub_modules": len([e for e in events if e["host"] not in members and runs_module(e)]),
+            "sims_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--sizes", default="1,2,4,8,16", help="comma-separated member counts (default 1,2,4,8,16)")
+    parser.add_argument("--engines", default="karmada,ocm", help="comma-separated engines (default karmada,ocm)")
+    parser.add_argument("--tasks", action="store_true", help="print the task list of a push and a pull member of the largest run")
+    parser.add_argument("--keep", metavar="DIR", help="keep the inventories, task logs and playbook outputs in DIR")
+    benchlab.add_lab_argument(parser)
+    args = parser.parse_args()
+    sizes = sorted(set(int(size) for size in args.sizes.split(",")))
+    engines = [engine for engine in args.engines.split(",") if engine]
+
+    clusters = ["hub"] + ["member%d" % index for index in range(1, sizes[-1] + 1)]
+    with benchlab.lab(args.lab_dir, clusters) as lab, tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        os.makedirs(tmp, exist_ok=True)
+        print("site.yml per fleet size, forks = members + 1 (hub %s, %d CPUs, load %s)"
+              % (lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
+        print(LEGEND)
+        for engine in engines:
+            print("\n  %-7s %7s %7s %7s %7s %9s %9s %11s %9s %9s %8s" % (
+                engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "modules/mbr", "tasks/mbr",
+                "skip/mbr", "sims CPU"))
+            first = None
+            for size in sizes:
+                figures = measure(lab, engine, size, tmp)
+                first = first or dict(figures, size=size)
+                ratio = "%7.2f" % (figures["seconds"] / first["seconds"]) if first["size"] == 1 else "%7s" % "-"
+                added = "%9.2f" % ((figures["cpu"] - first["cpu"]) / (size - first["size"])) if size > first["size"] else "%9s" % "-"
+                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %11.1f %9.1f %9.1f %8.1f" % (
+                    "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["modules"],
+                    figures["tasks"], figures["skipped"], figures["sims_cpu"]), flush=True)
+                last = figures
+            print("  hub: %d module processes in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
+            if args.tasks:
+                for host in last["members"][:2]:
+                    mode = "pull" if engine == "ocm" or last["members"].index(host) % 2 else "push"
+                    print_tasks(last["events"], host, mode)
+
+
+if __name__ == "__main__":
+    main()
