@@ -68,6 +68,17 @@ def snapshot(lab, contents=False):
     return state
 
 
+def changes(before, after):
+    """What differs between two :func:`snapshot` sets, per cluster: ``{cluster: {"added": [...], "removed": [...]}}``
+    (``{}`` when nothing does), so that a failed comparison names the objects."""
+    found = {}
+    for cluster in sorted(set(before) | set(after)):
+        old, new = before.get(cluster, set()), after.get(cluster, set())
+        if old != new:
+            found[cluster] = {"added": sorted(new - old), "removed": sorted(old - new)}
+    return found
+
+
 def admin_token(api, name="fleet-test-admin"):
     """A ServiceAccount token that may do everything on a lab cluster (``kube-system/<name>``, cluster-admin)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"

@@ -77,6 +77,8 @@ class OcmFleet:
             for name in self.clusters:
                 resources.delete(self.hub, ocm.MANAGED_CLUSTER, name)
             resources.delete(self.hub, ocm.MANAGED_CLUSTER_SET, self.cluster_set)
+            for namespace in self.clusters + [self.namespace]:  # gone before the next test takes its snapshot
+                resources.wait_until_gone(self.hub, resources.NAMESPACE, namespace)
 
     # -- reading the hub ------------------------------------------------------------------------------
 

@@ -61,10 +61,11 @@ def test_groups_number_and_update(fleet):
     limited = ok(place(fleet, "grouped", number_of_clusters=1, predicates=DEV, **args))
     assert limited["action"] == "updated" and "decisionStrategy" not in limited["object"]["spec"]
     # The controller records no generation: wait until it reports the new spec's decision.
-    resources.wait_until(lambda: (place(fleet, "grouped", number_of_clusters=1, predicates=DEV, **args)["clusters"] == fleet.dev[:1],
+    ungrouped = [{"index": 0, "name": "", "clusters": fleet.dev[:1]}]
+    resources.wait_until(lambda: (place(fleet, "grouped", number_of_clusters=1, predicates=DEV, **args)["decision_groups"] == ungrouped,
                                   "not yet"), 30, "the placement controller to decide the updated placement")
     final = ok(place(fleet, "grouped", number_of_clusters=1, predicates=DEV, **args))
-    assert (final["changed"], final["decision_groups"]) == (False, [{"index": 0, "name": "", "clusters": fleet.dev[:1]}])
+    assert (final["changed"], final["clusters"], final["decision_groups"]) == (False, fleet.dev[:1], ungrouped)
 
 
 def test_claims_and_tolerations(fleet):

@@ -372,10 +372,11 @@ class PlacementController(Simulation):
                     current = self.hub.post(collection, {
                         "apiVersion": "cluster.open-cluster-management.io/v1beta1", "kind": "PlacementDecision",
                         "metadata": {"name": decision_name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]}})
+                # Labels first: a write to the status subresource leaves them as they were.
+                if labels_of(current) != labels:
+                    current = self.hub.patch(f"{collection}/{decision_name}", {"metadata": {"labels": labels}})
                 if (current.get("status") or {}).get("decisions") != decisions:
-                    current = self.hub.put(f"{collection}/{decision_name}/status", dict(current, status={"decisions": decisions}))
-                elif labels_of(current) != labels:
-                    self.hub.patch(f"{collection}/{decision_name}", {"metadata": {"labels": labels}})
+                    self.hub.put(f"{collection}/{decision_name}/status", dict(current, status={"decisions": decisions}))
             group_status = {"decisionGroupIndex": index, "decisions": names, "clusterCount": len(clusters)}
             if group_name:
                 group_status["decisionGroupName"] = group_name
