@@ -355,8 +355,8 @@ def hub_url(server_url):
     return url
 
 
-def _insecure_context():
-    """A TLS context that does not verify the server, for the first, JWS-checked fetch."""
+def insecure_tls_context():
+    """A TLS context that does not verify the server: for the first, JWS-checked fetch, or to read what a server presents."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
@@ -494,7 +494,7 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     expected = expected_pins(ca_pins, unsafe_skip_ca_verification)
     url = hub_url(server_url) + CLUSTER_INFO_PATH
     fetch = opener or _urllib_fetch
-    data = _fetch_cluster_info(fetch, url, _insecure_context(), timeout, "without TLS verification")
+    data = _fetch_cluster_info(fetch, url, insecure_tls_context(), timeout, "without TLS verification")
     kubeconfig = _kubeconfig_of(data) if unsigned else _signed_kubeconfig(data, token_id, secret)
     server, ca_pem = _cluster_of(kubeconfig)
     actual = pins_of_bundle(ca_pem)

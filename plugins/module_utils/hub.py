@@ -234,13 +234,6 @@ def _presented_certificates(server, context, timeout=TLS_TIMEOUT):
             return list(chain()) if chain else [tls.getpeercert(binary_form=True)]
 
 
-def _unverified_context():
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    return context
-
-
 def _trusting_context(ca_pem):
     """A TLS context that trusts exactly the CAs of ``ca_pem``, an intermediate CA too (as Kubernetes' clients do).
 
@@ -294,7 +287,7 @@ def check_ca_verifies_hub(hub, ca_pem, pins, timeout=TLS_TIMEOUT):
     except (OSError, ssl.SSLError) as exc:
         raise FleetError("cannot read the serving certificate of %s to check hub_ca_cert: %s" % (hub.label, exc))
     try:
-        presented = _presented_certificates(hub.server, _unverified_context(), timeout)
+        presented = _presented_certificates(hub.server, bootstrap.insecure_tls_context(), timeout)
     except (OSError, ssl.SSLError) as exc:
         raise FleetError("cannot read the serving certificate of %s to check hub_ca_cert: %s" % (hub.label, exc))
     try:
