@@ -16,18 +16,22 @@ __metaclass__ = type
 
 import base64
 import binascii
+import contextlib
 import datetime
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import ssl
+import tempfile
 import urllib.error
 import urllib.request
 from http.client import HTTPException
+from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
@@ -382,6 +386,49 @@ def _urllib_fetch(url, ssl_context, timeout):
         return exc.code, exc.read()
 
 
+@contextlib.contextmanager
+def temporary_pem_file(pem):
+    """The path of a private temporary file holding the PEM text ``pem``, removed afterwards."""
+    handle, path = tempfile.mkstemp(prefix="fleet-hub-ca-", suffix=".crt")
+    try:
+        with os.fdopen(handle, "w") as pem_file:
+            pem_file.write(pem)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def proxied_fetch(proxy, proxy_ca_pem=None):
+    """A fetch like :func:`_urllib_fetch` that goes through the forward proxy ``proxy`` (the shared client's proxy).
+
+    It keeps the trust of the ``ssl_context`` it is given: none (the first, unverified fetch verifies
+    neither the hub nor an https proxy), or the CA certificates of that context plus ``proxy_ca_pem``
+    (the CA of an https proxy), which then verify both the proxy and the hub, as a kubeconfig's
+    ``certificate-authority-data`` and ``proxy-url`` do.
+    """
+    def fetch(url, ssl_context, timeout):
+        parts = urlsplit(url)
+        auth = {"host": "%s://%s" % (parts.scheme, parts.netloc), "proxy": proxy}
+        trusted = None
+        if ssl_context.verify_mode == ssl.CERT_NONE:
+            auth["validate_certs"] = False
+        else:
+            trusted = pki.merge_certificates("".join(ssl.DER_cert_to_PEM_cert(der) for der in ssl_context.get_ca_certs(True)),
+                                             proxy_ca_pem)
+        with contextlib.ExitStack() as stack:
+            if trusted:
+                auth["ca_cert"] = stack.enter_context(temporary_pem_file(trusted))
+            hub = client.Cluster(None, client.build_configuration(auth, "the hub"), role="hub")
+            try:
+                return 200, json.dumps(hub.request("GET", parts.path, timeout=(timeout, timeout))).encode("utf-8")
+            except client.ClusterError as exc:
+                if exc.status:
+                    return exc.status, b""
+                raise OSError("%s; the request went through proxy %s: check proxy_url, and that the proxy lets the member "
+                              "reach the hub" % (exc.msg, proxy))
+    return fetch
+
+
 def _fetch_cluster_info(fetch, url, ssl_context, timeout, how):
     """Fetch cluster-info with ``fetch`` and return its ``data``; FleetError naming the URL otherwise."""
     try:
@@ -467,7 +514,7 @@ def expected_pins(ca_pins, unsafe_skip_ca_verification=False):
 
 
 def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=False, timeout=10, opener=None,
-                 allow_unsigned=False):
+                 allow_unsigned=False, proxy=None, proxy_ca_pem=None):
     """Learn the hub's API server URL and CA the way a joining member does (kubeadm token discovery).
 
     Fetches ``kube-public/cluster-info`` from ``server_url`` anonymously without TLS verification,
@@ -475,7 +522,9 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     ``ca_pins`` (at least one required unless ``unsafe_skip_ca_verification``; pins given are always
     checked), then fetches cluster-info again over TLS verified with that CA (host name included) and
     requires the same kubeconfig. ``opener(url, ssl_context, timeout) -> (status, body_bytes)`` replaces
-    the HTTP client (tests). The token never leaves this process: it only keys the HMAC.
+    the HTTP client (tests). The token never leaves this process: it only keys the HMAC. With ``proxy``
+    both fetches go through that forward proxy (:func:`proxied_fetch`, ``proxy_ca_pem`` the CA of an
+    https proxy).
 
     With ``allow_unsigned``, a token that is not a bootstrap token (an OCM ServiceAccount token) is
     accepted: no JWS exists for it, so the CA pin (or the explicit unsafe option) is all that
@@ -493,7 +542,7 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     token_id, secret = (None, None) if unsigned else parse_token(token)
     expected = expected_pins(ca_pins, unsafe_skip_ca_verification)
     url = hub_url(server_url) + CLUSTER_INFO_PATH
-    fetch = opener or _urllib_fetch
+    fetch = opener or (proxied_fetch(proxy, proxy_ca_pem) if proxy else _urllib_fetch)
     data = _fetch_cluster_info(fetch, url, insecure_tls_context(), timeout, "without TLS verification")
     kubeconfig = _kubeconfig_of(data) if unsigned else _signed_kubeconfig(data, token_id, secret)
     server, ca_pem = _cluster_of(kubeconfig)
@@ -510,12 +559,13 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     return {"server": server, "ca_pem": ca_pem, "ca_pins": actual, "kubeconfig": kubeconfig}
 
 
-def bootstrap_kubeconfig(server, ca_pem, token, cluster_name="hub", user="bootstrap", context="bootstrap"):
+def bootstrap_kubeconfig(server, ca_pem, token, cluster_name="hub", user="bootstrap", context="bootstrap", proxy_url=None):
     """Return the YAML text of a kubeconfig that authenticates to the hub with ``token``.
 
     Shape of OCM's ``bootstrap-hub-kubeconfig`` (cluster ``hub``, user ``bootstrap``, context
-    ``bootstrap``). ``token`` may be a bootstrap token or a ServiceAccount token.
+    ``bootstrap``). ``token`` may be a bootstrap token or a ServiceAccount token. ``proxy_url`` is the
+    forward proxy the hub is reached through (``clusteradm join --proxy-url``).
     """
     if not server or not ca_pem or not token:
         raise FleetError("a bootstrap kubeconfig needs the hub server, its CA and a token")
-    return pki.kubeconfig(server, ca_pem, cluster_name, user, context, token=token)
+    return pki.kubeconfig(server, ca_pem, cluster_name, user, context, token=token, proxy_url=proxy_url)

@@ -102,11 +102,11 @@ def agent_csr(name, request_pem, expiration_seconds):
     }
 
 
-def agent_kubeconfig(server, ca_pem, cluster_name, cert_pem, key_pem):
-    """The kubeconfig karmada-agent uses: cluster ``karmada-apiserver``, user ``<cluster>``."""
+def agent_kubeconfig(server, ca_pem, cluster_name, cert_pem, key_pem, proxy_url=None):
+    """The kubeconfig karmada-agent uses: cluster ``karmada-apiserver`` (through ``proxy_url`` when given), user ``<cluster>``."""
     return pki.kubeconfig(server, ca_pem, AGENT_KUBECONFIG_CLUSTER, cluster_name,
                           "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER),
-                          client_cert_pem=cert_pem, client_key_pem=key_pem)
+                          client_cert_pem=cert_pem, client_key_pem=key_pem, proxy_url=proxy_url)
 
 
 def agent_kubeconfig_secret(kubeconfig_text):
@@ -250,11 +250,11 @@ def _valid_port(parts):
         return False
 
 
-def validate_proxy_url(url):
-    """A proxy URL with scheme http, https or socks5 and a host."""
+def validate_proxy_url(url, option="proxy_url", schemes=PROXY_SCHEMES):
+    """A proxy URL with one of ``schemes`` (default http, https or socks5) and a host; ``option`` names it in the message."""
     parts = urlsplit(url)
-    if parts.scheme not in PROXY_SCHEMES or not parts.hostname or not _valid_port(parts):
-        raise FleetError("invalid proxy_url %r: expected %s://host:port" % (url, "|".join(PROXY_SCHEMES)))
+    if parts.scheme not in schemes or not parts.hostname or not _valid_port(parts):
+        raise FleetError("invalid %s %r: expected %s://host:port" % (option, url, "|".join(schemes)))
 
 
 def system_namespace(name):

@@ -223,16 +223,38 @@ def yaml_text(data):
     return yaml.safe_dump(data, default_flow_style=False, sort_keys=False)
 
 
-def kubeconfig(server, ca_pem, cluster, user, context, token=None, client_cert_pem=None, client_key_pem=None):
-    """The YAML text of a kubeconfig with one cluster, one user (a token or a client certificate) and one context."""
+def merge_certificates(*bundles):
+    """The PEM text of the certificates of several PEM bundles (None skipped), in order, each once.
+
+    As ``clusteradm join --proxy-ca-file`` adds the proxy's CA to the hub CA of a kubeconfig.
+    """
+    merged = []
+    for bundle in bundles:
+        if bundle:
+            for certificate in load_certificates(bundle, "CA bundle"):
+                text = certificate.public_bytes(serialization.Encoding.PEM).decode("ascii")
+                if text not in merged:
+                    merged.append(text)
+    return "".join(merged)
+
+
+def kubeconfig(server, ca_pem, cluster, user, context, token=None, client_cert_pem=None, client_key_pem=None,
+               proxy_url=None):
+    """The YAML text of a kubeconfig with one cluster, one user (a token or a client certificate) and one context.
+
+    ``proxy_url`` becomes the cluster's ``proxy-url``: the forward proxy clients reach the server through.
+    """
     credentials = {"token": token} if token else {
         "client-certificate-data": b64(client_cert_pem),
         "client-key-data": b64(client_key_pem),
     }
+    cluster_entry = {"server": server, "certificate-authority-data": b64(ca_pem)}
+    if proxy_url:
+        cluster_entry["proxy-url"] = proxy_url
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": cluster, "cluster": {"server": server, "certificate-authority-data": b64(ca_pem)}}],
+        "clusters": [{"name": cluster, "cluster": cluster_entry}],
         "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": context, "context": {"cluster": cluster, "user": user}}],
         "current-context": context,
@@ -259,7 +281,7 @@ def _decoded(value, what):
 def read_kubeconfig(text, what="kubeconfig"):
     """Server, CA and embedded credentials of a kubeconfig's current context.
 
-    Returns ``dict(server, ca_pem, token, client_cert_pem, client_key_pem)`` (missing parts are None);
+    Returns ``dict(server, proxy_url, ca_pem, token, client_cert_pem, client_key_pem)`` (missing parts are None);
     FleetError naming ``what`` when it is not a kubeconfig with a usable current context.
     """
     require_yaml()
@@ -276,6 +298,7 @@ def read_kubeconfig(text, what="kubeconfig"):
     user = _named(config.get("users"), context.get("user"), "user") or {}
     return {
         "server": cluster.get("server"),
+        "proxy_url": cluster.get("proxy-url") or None,
         "ca_pem": _decoded(cluster.get("certificate-authority-data"), "certificate-authority-data"),
         "token": user.get("token"),
         "client_cert_pem": _decoded(user.get("client-certificate-data"), "client-certificate-data"),

@@ -13,6 +13,11 @@ Credentials a member already holds are reused when they are still good: a valid 
 for this cluster and hub is never replaced by a new CSR, so a re-run changes nothing even after the
 bootstrap token expired. Tokens and private keys never appear in results or messages.
 
+Through a forward proxy (``proxy_url``, ``clusteradm join --proxy-url --proxy-ca-file``) the member
+reaches the hub for discovery, for the Karmada CSR and in the kubeconfig it stores (``proxy-url``,
+the proxy's CA added to the hub CA). A changed proxy rewrites that kubeconfig; a Karmada agent keeps
+its certificate.
+
 One Karmada registration of a member at a time: a run that needs a certificate holds Lease
 ``kube-system/multicluster-fleet-registration-<cluster>`` on the member (:class:`RegistrationLock`);
 a second run waits for it and then keeps the certificate the first one stored. The CSR's key is
@@ -31,7 +36,6 @@ import datetime
 import os
 import secrets
 import socket
-import tempfile
 import time
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, ocm, pki, resources
@@ -45,6 +49,7 @@ STATES = ("present", "absent")
 DEFAULT_RENEW_BEFORE_DAYS = 30
 MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expirationSeconds
 DISCOVERY_RETRY_INTERVAL = 2.0
+PROXY_URL_SCHEMES = ("http", "https")  # the forward proxies the shared client (urllib3) reaches the hub through
 LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)
 LOCK_NAMESPACE = "kube-system"
 LOCK_PREFIX = "multicluster-fleet-registration-"
@@ -66,7 +71,8 @@ class Registration:
                  unsafe_skip_ca_verification=False, force_internal_endpoint_lookup=False, discovery_timeout=30,
                  csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
                  renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60, klusterlet_mode=None,
-                 registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1):
+                 registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1, proxy_url=None,
+                 proxy_ca_cert=None, proxy_server_address=None):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
@@ -83,6 +89,9 @@ class Registration:
         self.api_endpoint = api_endpoint
         if api_endpoint:
             karmada.validate_api_endpoint(api_endpoint)
+        self.proxy_url, self.proxy_ca_pem = proxy_settings(cluster_name, proxy_url, proxy_ca_cert)
+        self.proxy_ca_pins = bootstrap.pins_of_bundle(self.proxy_ca_pem) if self.proxy_ca_pem else []
+        self.proxy_server_address = agent_proxy_server_address(engine, cluster_name, proxy_server_address)
         for option, value, least in (("discovery_timeout", discovery_timeout, 0), ("csr_wait_timeout", csr_wait_timeout, 1),
                                      ("cert_expiration_seconds", cert_expiration_seconds, MIN_CERT_EXPIRATION_SECONDS),
                                      ("renew_before", renew_before, 0), ("wait_timeout", wait_timeout, 0),
@@ -111,6 +120,50 @@ class Registration:
                 raise FleetError("registration_driver=grpc needs grpc_server and grpc_ca_pem (the CA of the hub's gRPC server)")
             pki.load_certificates(grpc_ca_pem, "grpc_ca_pem")
             self.grpc_server, self.grpc_ca_pem = grpc_server, grpc_ca_pem
+
+
+def proxy_settings(cluster_name, proxy_url, proxy_ca_cert):
+    """``(proxy_url, proxy CA PEM text or None)``: the forward proxy the member reaches the hub through.
+
+    ``proxy_ca_cert`` is the path of the PEM file of the CA that signed an https proxy's certificate.
+    """
+    who = client.describe(cluster_name)
+    if not proxy_url:
+        if proxy_ca_cert:
+            raise FleetError("%s: proxy_ca_cert is the CA of the proxy of proxy_url, which is not set" % who)
+        return None, None
+    try:
+        karmada.validate_proxy_url(proxy_url, "proxy_url", PROXY_URL_SCHEMES)
+    except FleetError as exc:
+        raise FleetError("%s: %s, the forward proxy the member reaches the hub through" % (who, exc.msg))
+    if not proxy_ca_cert:
+        return proxy_url, None
+    try:
+        with open(proxy_ca_cert) as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FleetError("%s: cannot read proxy_ca_cert %s: %s" % (who, proxy_ca_cert, exc))
+    try:
+        pki.load_certificates(text, "proxy_ca_cert %s" % proxy_ca_cert)
+    except FleetError as exc:
+        raise FleetError("%s: %s" % (who, exc.msg))
+    return proxy_url, text
+
+
+def agent_proxy_server_address(engine, cluster_name, address):
+    """The karmada-agent's ``--proxy-server-address`` (the Cluster's ``spec.proxyURL``), validated; None when not set."""
+    if not address:
+        return None
+    who = client.describe(cluster_name)
+    if engine != "karmada":
+        raise FleetError("%s: proxy_server_address is a Karmada setting (the agent's --proxy-server-address, which sets the "
+                         "Cluster's spec.proxyURL); engine is %s" % (who, engine))
+    try:
+        karmada.validate_proxy_url(address, "proxy_server_address")
+    except FleetError as exc:
+        raise FleetError("%s: %s, the proxy through which the Karmada control plane reaches the member's API server"
+                         % (who, exc.msg))
+    return address
 
 
 def klusterlet_placement(engine, cluster_name, mode, driver):
@@ -185,7 +238,7 @@ def discover(reg, discover_hub=bootstrap.discover_hub, sleep=time.sleep):
         try:
             found.update(discover_hub(reg.hub_apiserver, reg.token, ca_pins=reg.ca_pins,
                                       unsafe_skip_ca_verification=reg.unsafe_skip_ca_verification,
-                                      allow_unsigned=reg.engine == "ocm"))
+                                      allow_unsigned=reg.engine == "ocm", proxy=reg.proxy_url, proxy_ca_pem=reg.proxy_ca_pem))
         except bootstrap.MissingSignature as exc:
             last["error"] = exc
             return False, exc.msg
@@ -204,17 +257,30 @@ def hub_server(reg, discovered):
     return discovered["server"] if reg.force_internal_endpoint_lookup else reg.hub_apiserver
 
 
+def hub_trust(reg, ca_pem):
+    """The CA bundle of the member's hub kubeconfig: the hub CA, plus the CA of the proxy (proxy_ca_cert)."""
+    return pki.merge_certificates(ca_pem, reg.proxy_ca_pem) if reg.proxy_ca_pem else ca_pem
+
+
+def proxy_problem(reg, proxy_url, ca_pem):
+    """Why a stored hub kubeconfig (its ``proxy-url`` and CA bundle) does not reach the hub the way ``reg`` asks, or None."""
+    def route(url):
+        return "through proxy %s" % url if url else "directly"
+    if (proxy_url or None) != reg.proxy_url:
+        return "the stored kubeconfig reaches the hub %s, not %s" % (route(proxy_url), route(reg.proxy_url))
+    missing = set(reg.proxy_ca_pins) - set(bootstrap.pins_of_bundle(ca_pem))
+    if missing:
+        return "the stored kubeconfig does not trust the proxy CA of proxy_ca_cert (%s)" % ", ".join(sorted(missing))
+    return None
+
+
 @contextlib.contextmanager
-def bootstrap_connection(server, ca_pem, token):
-    """A hub connection authenticated by the bootstrap token and trusting only the discovered CA."""
-    handle, path = tempfile.mkstemp(prefix="fleet-hub-ca-", suffix=".crt")
-    try:
-        with os.fdopen(handle, "w") as ca_file:
-            ca_file.write(ca_pem)
-        config = client.build_configuration({"host": server, "api_key": token, "ca_cert": path}, client.describe(role="hub"))
+def bootstrap_connection(server, ca_pem, token, proxy=None):
+    """A hub connection authenticated by the bootstrap token, trusting only ``ca_pem``, through ``proxy`` when given."""
+    with bootstrap.temporary_pem_file(ca_pem) as path:
+        config = client.build_configuration({"host": server, "api_key": token, "ca_cert": path, "proxy": proxy},
+                                            client.describe(role="hub"))
         yield client.Cluster(None, config, role="hub")
-    finally:
-        os.unlink(path)
 
 
 # --- stored credentials --------------------------------------------------------------------------
@@ -569,7 +635,7 @@ def request_certificate(reg, member, server, ca_pem, report, check_mode, connect
     ``cert_pem`` and ``key_pem`` are None. ``lock`` is the :class:`RegistrationLock` this run holds.
     """
     in_flight = _in_flight(member, reg, server)
-    with connect(server, ca_pem, reg.token) as hub:
+    with connect(server, hub_trust(reg, ca_pem), reg.token, reg.proxy_url) as hub:
         resumed = None
         if in_flight:
             resumed = resources.get(hub, CSR, in_flight["csr-name"])
@@ -636,7 +702,27 @@ def _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, c
     in_flight = _in_flight(member, reg)
     if in_flight and in_flight["tls.key"] == parts["client_key_pem"]:
         report.add(member, resources.delete(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE, check_mode))
-    result.update(reason=None, hub_server=parts["server"], ca_pins=bootstrap.pins_of_bundle(parts["ca_pem"]),
+    result.update(reason=None, hub_server=parts["server"], ca_pins=_hub_pins(reg, parts["ca_pem"]),
+                  certificate_expiration=_certificate_expiration(parts["client_cert_pem"]))
+    return report.result(**result)
+
+
+def _hub_pins(reg, ca_pem):
+    """The pins of a stored CA bundle, without the proxy's CA."""
+    return [pin for pin in bootstrap.pins_of_bundle(ca_pem) if pin not in reg.proxy_ca_pins]
+
+
+def _reroute_karmada_credentials(member, hub, reg, report, parts, discovered, result, check_mode):
+    """Keep the stored agent certificate, and reach the hub through this run's proxy settings (or directly).
+
+    The agent kubeconfig is written again with ``proxy-url`` and the discovered hub CA plus the proxy's.
+    """
+    if hub:
+        ensure_agent_rbac(hub, reg, report, check_mode)
+    agent_kubeconfig = karmada.agent_kubeconfig(parts["server"], hub_trust(reg, discovered["ca_pem"]), reg.cluster_name,
+                                                parts["client_cert_pem"], parts["client_key_pem"], reg.proxy_url)
+    report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
+    result.update(hub_server=parts["server"], ca_pins=discovered["ca_pins"],
                   certificate_expiration=_certificate_expiration(parts["client_cert_pem"]))
     return report.result(**result)
 
@@ -656,7 +742,8 @@ def _register_karmada(member, hub, reg, report, stored, discovered, result, chec
                                              "updated" if stored else "created", stored, planned))
         expiration = None
     else:
-        agent_kubeconfig = karmada.agent_kubeconfig(server, discovered["ca_pem"], reg.cluster_name, cert_pem, key_pem)
+        agent_kubeconfig = karmada.agent_kubeconfig(server, hub_trust(reg, discovered["ca_pem"]), reg.cluster_name, cert_pem,
+                                                    key_pem, reg.proxy_url)
         report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
         _forget_in_flight(member, reg)
         expiration = _certificate_expiration(cert_pem)
@@ -673,9 +760,14 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
     report = Report()
     stored, parts, problem = _stored_agent(member, reg)
     result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
-                  api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=problem, waited_for=None)
+                  api_endpoint=reg.api_endpoint or member.server, proxy_server_address=reg.proxy_server_address,
+                  csr_name=None, reason=problem, waited_for=None)
     if problem is None:
-        return _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, check_mode)
+        rerouted = proxy_problem(reg, parts["proxy_url"], parts["ca_pem"])
+        if rerouted is None:
+            return _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, check_mode)
+        result["reason"] = rerouted
+        return _reroute_karmada_credentials(member, hub, reg, report, parts, discover(reg, discover_hub), result, check_mode)
     discovered = discover(reg, discover_hub)
     lock = lock or RegistrationLock(member, reg.cluster_name, interval=reg.wait_sleep)
     if check_mode:
@@ -799,8 +891,9 @@ def _stored_ocm_credentials(runtime, reg):
     except FleetError as exc:
         return None, exc.msg
     cert_pem = _secret_value(stored, "tls.crt")
-    problem = credentials_problem(reg, parts["server"], parts["ca_pem"], cert_pem, _secret_value(stored, "tls.key"),
-                                  ocm.agent_common_name(reg.cluster_name, agent_name), ocm.agent_organization(reg.cluster_name))
+    problem = (credentials_problem(reg, parts["server"], parts["ca_pem"], cert_pem, _secret_value(stored, "tls.key"),
+                                   ocm.agent_common_name(reg.cluster_name, agent_name), ocm.agent_organization(reg.cluster_name))
+               or proxy_problem(reg, parts["proxy_url"], parts["ca_pem"]))
     return (None, problem) if problem else (_certificate_expiration(cert_pem), None)
 
 
@@ -822,7 +915,8 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     if problem:
         discovered = discover(reg, discover_hub)
         result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
-        bootstrap_kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], discovered["ca_pem"], reg.token)
+        bootstrap_kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], hub_trust(reg, discovered["ca_pem"]), reg.token,
+                                                              proxy_url=reg.proxy_url)
         grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, reg.token)
     namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
     for namespace in namespaces:

@@ -55,6 +55,12 @@ description:
   - OCM B(grpc) registration driver (O(registration_driver=grpc)) - the bootstrap Secret also holds C(config.yaml)
     (C(url) O(grpc_server), C(caData) O(grpc_ca_pem), and the token), which the registration agent uses to reach the
     hub's gRPC server instead of its API server; the Klusterlet's driver is C(grpc).
+  - B(Through a forward proxy) (O(proxy_url), as C(clusteradm join --proxy-url --proxy-ca-file)) - discovery, the
+    Karmada CSR and the kubeconfig stored on the member (the Karmada agent kubeconfig, the OCM bootstrap kubeconfig) go
+    through the HTTP(S) proxy - the kubeconfig carries C(proxy-url), and the CA of O(proxy_ca_cert) is added to its hub
+    CA. A run with another O(proxy_url) (or without one) writes that kubeconfig again - a Karmada agent keeps its
+    certificate, the discovery checks the new way to the hub with the token; an OCM member gets a new bootstrap
+    kubeconfig, from which the klusterlet registers again.
   - O(state=absent) unregisters. Karmada - with O(hub) credentials the Works in C(karmada-es-<cluster>), the Cluster
     and the agent RBAC on the hub (each deletion awaited), then the member's agent objects (Deployment, ClusterRole and
     ClusterRoleBinding C(karmada-agent), ServiceAccount C(karmada-agent-sa), Secret C(karmada-kubeconfig), and namespace
@@ -196,6 +202,27 @@ options:
         C(open-cluster-management-hub/ca-bundle-configmap), or the C(caBundle) of a C(hostname) endpoint). Required with
         O(registration_driver=grpc).
     type: str
+  proxy_url:
+    description:
+      - The forward proxy through which the member and its agents reach the hub, V(http://host:port) or
+        V(https://host:port) (C(clusteradm join --proxy-url)). Discovery, the Karmada CSR and the agents' kubeconfig
+        (C(proxy-url)) use it.
+      - Not the proxy of the connection to the member (the authentication option O(proxy)).
+    type: str
+  proxy_ca_cert:
+    description:
+      - Path to the PEM file of the CA that signed the certificate of an V(https) O(proxy_url)
+        (C(clusteradm join --proxy-ca-file)). It is added to the hub CA of the kubeconfig written on the member, which
+        verifies both the proxy and the hub. Needs O(proxy_url).
+    type: path
+  proxy_server_address:
+    description:
+      - Karmada only. The address of the proxy through which the Karmada control plane reaches the member's API server
+        (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address), from which karmada-agent
+        sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
+      - Validated and returned as RV(proxy_server_address) for the agent's Deployment (role
+        C(multicluster.fleet.agent_install) passes it on). For Push members see O(multicluster.fleet.cluster_join#module:proxy_url).
+    type: str
 extends_documentation_fragment:
   - multicluster.fleet.auth.member_connection
   - multicluster.fleet.auth.hub
@@ -303,6 +330,20 @@ EXAMPLES = r"""
     grpc_server: grpc.hub.example.com:443
     grpc_ca_pem: "{{ lookup('ansible.builtin.file', '/etc/fleet/hub-grpc-ca.pem') }}"
 
+- name: Register member6, which reaches the Karmada hub through an HTTPS proxy
+  multicluster.fleet.cluster_register:
+    engine: karmada
+    cluster_name: member6
+    kubeconfig: /etc/fleet/member6.kubeconfig
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ join.token }}"
+    ca_cert_hashes: "{{ join.ca_cert_hashes }}"
+    proxy_url: https://proxy.example.com:3129
+    proxy_ca_cert: /etc/fleet/proxy-ca.pem
+    proxy_server_address: http://member6-gateway.example.com:8118
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+
 - name: Unregister member2 from Karmada, hub side included
   multicluster.fleet.cluster_register:
     engine: karmada
@@ -382,6 +423,12 @@ certificate_expiration:
   returned: when O(state=present)
   type: str
   sample: "2027-11-22T03:22:19Z"
+proxy_server_address:
+  description: The agent's C(--proxy-server-address) (the Cluster's C(spec.proxyURL)), O(proxy_server_address); null when
+    not set.
+  returned: when O(state=present) and O(engine=karmada)
+  type: str
+  sample: http://member6-gateway.example.com:8118
 agent_user:
   description: The user name the Karmada agent has on the hub.
   returned: when O(state=present) and O(engine=karmada)
@@ -425,7 +472,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
            "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
-           "grpc_ca_pem", "force")
+           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address")
 
 
 def run(module):
@@ -468,6 +515,9 @@ def main():
         registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),
         grpc_server=dict(type="str"),
         grpc_ca_pem=dict(type="str"),
+        proxy_url=dict(type="str"),
+        proxy_ca_cert=dict(type="path"),
+        proxy_server_address=dict(type="str"),
         hub=cluster_argument_spec(),
     ), role="member", environment=False, required_if=[("state", "present", ("hub_apiserver", "token"))])
     module.run(run)

@@ -200,13 +200,19 @@ class ApiClient:
     """Minimal JSON client for one lab API server.
 
     Authenticates with a client certificate (the admin one by default) and trusts only the cluster
-    CA. Without a certificate it speaks as ``system:anonymous``. One connection per request.
+    CA. Without a certificate it speaks as ``system:anonymous``. One connection per request, through
+    the forward proxy ``proxy`` (an ``http://`` URL, as a kubeconfig's ``proxy-url``) when given.
     """
 
-    def __init__(self, server, ca_file, cert_file=None, key_file=None, timeout=10):
+    def __init__(self, server, ca_file, cert_file=None, key_file=None, timeout=10, proxy=None):
         self.server = server
         self.timeout = timeout
         self._netloc = server.split("://", 1)[1]
+        self._proxy = None
+        if proxy:
+            if not proxy.startswith("http://"):
+                raise LabError(f"proxy {proxy}: the lab's clients reach servers through http:// proxies only")
+            self._proxy = proxy[len("http://"):].rstrip("/").rsplit(":", 1)
         self._context = ssl.create_default_context(cafile=ca_file)
         if cert_file:
             self._context.load_cert_chain(cert_file, key_file)
@@ -224,7 +230,11 @@ class ApiClient:
         Raises ApiError on a status >= 400 and OSError when the server does not answer.
         """
         host, port = self._netloc.rsplit(":", 1)
-        conn = http.client.HTTPSConnection(host, int(port), context=self._context, timeout=self.timeout)
+        if self._proxy:  # a CONNECT tunnel; TLS with the server inside it
+            conn = http.client.HTTPSConnection(self._proxy[0], int(self._proxy[1]), context=self._context, timeout=self.timeout)
+            conn.set_tunnel(host, int(port))
+        else:
+            conn = http.client.HTTPSConnection(host, int(port), context=self._context, timeout=self.timeout)
         try:
             send_headers = {"Accept": "application/json", **(headers or {})}
             payload = None

@@ -95,7 +95,7 @@ class AgentClient(lab.ApiClient):
     which the owning simulation removes when it stops.
     """
 
-    def __init__(self, server, ca_pem, directory, token=None, cert_pem=None, key_pem=None):
+    def __init__(self, server, ca_pem, directory, token=None, cert_pem=None, key_pem=None, proxy=None):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         files = {}
         for name, data in (("ca.crt", ca_pem), ("tls.crt", cert_pem), ("tls.key", key_pem)):
@@ -103,12 +103,15 @@ class AgentClient(lab.ApiClient):
                 files[name] = os.path.join(directory, name)
                 with open(os.open(files[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as f:
                     f.write(data if isinstance(data, bytes) else data.encode())
-        super().__init__(server, files["ca.crt"], files.get("tls.crt"), files.get("tls.key"))
+        super().__init__(server, files["ca.crt"], files.get("tls.crt"), files.get("tls.key"), proxy=proxy)
         self.token = token
 
     @classmethod
     def from_kubeconfig(cls, text, directory):
-        """A client for the current context of a kubeconfig whose user has a token or embedded certificate data."""
+        """A client for the current context of a kubeconfig whose user has a token or embedded certificate data.
+
+        Its cluster's ``proxy-url`` is honoured, as client-go does.
+        """
         config = yaml.safe_load(text)
         context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
@@ -117,7 +120,8 @@ class AgentClient(lab.ApiClient):
         def data(key):
             return base64.b64decode(user[key]) if user.get(key) else None
         return cls(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]), directory,
-                   token=user.get("token"), cert_pem=data("client-certificate-data"), key_pem=data("client-key-data"))
+                   token=user.get("token"), cert_pem=data("client-certificate-data"), key_pem=data("client-key-data"),
+                   proxy=cluster.get("proxy-url"))
 
     def request(self, method, path, body=None, headers=None, content_type="application/json"):
         if self.token:

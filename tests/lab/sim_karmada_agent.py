@@ -4,11 +4,14 @@
 ``karmada-system/karmada-kubeconfig`` (key ``karmada-kubeconfig``, the certificate ``karmadactl
 register`` obtained by CSR), with the flags of the Deployment ``karmada-system/karmada-agent`` when
 there is one (``--cluster-name``, ``--cluster-api-endpoint``, ``--cluster-provider``,
-``--cluster-region``, ``--cluster-zones``; arguments given to the class win, the defaults are the
-member's lab name and URL): with that certificate it lists the hub's Clusters to make sure no other
+``--cluster-region``, ``--cluster-zones``, ``--proxy-server-address``; arguments given to the class
+win, the defaults are the member's lab name and URL): with that certificate, through the
+kubeconfig's ``proxy-url`` when it has one, it lists the hub's Clusters to make sure no other
 Cluster has the member's id (the UID of its ``kube-system`` namespace), then creates Cluster
-``<cluster>`` with ``syncMode: Pull``, ``apiEndpoint`` and ``id`` (and provider, region, zones when
-given), and keeps its status: ``kubernetesVersion`` and condition ``Ready`` (reason ``ClusterReady``).
+``<cluster>`` - or updates it, as the real agent's CreateOrUpdate does - with ``syncMode: Pull``,
+``apiEndpoint``, ``proxyURL`` (``--proxy-server-address``; empty removes it) and ``id`` (and provider,
+region, zones when given), and keeps its status: ``kubernetesVersion`` and condition ``Ready``
+(reason ``ClusterReady``). A changed kubeconfig Secret or Deployment restarts it (a new pod).
 
 Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:agent``) it fails as
 the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
@@ -74,15 +77,16 @@ class SimulatedKarmadaAgent(Simulation):
             self.status = "the karmada-agent image cannot be pulled (%s): the agent does not run" % unpullable_images(deployment)[0]
             return
         hub = AgentClient.from_kubeconfig(base64.b64decode(kubeconfig), f"{self.workdir}/hub")
-        version = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"])
-        if self.started_from != version:  # a new or changed kubeconfig restarts the agent: it registers again
+        version = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"],
+                   deployment and (deployment["metadata"]["uid"], deployment["metadata"].get("generation")))
+        if self.started_from != version:  # a new or changed kubeconfig or Deployment restarts the agent: it registers again
             self._register(hub, self._flags())
             self.started_from = version
         self._report_status(hub)
 
     def _register(self, hub, flags):
         self.cluster_name = flags["cluster-name"]
-        spec = {"syncMode": "Pull", "apiEndpoint": flags["cluster-api-endpoint"]}
+        spec = {"syncMode": "Pull", "apiEndpoint": flags["cluster-api-endpoint"], "proxyURL": flags.get("proxy-server-address")}
         spec.update((field, flags[flag]) for field, flag in (("provider", "cluster-provider"), ("region", "cluster-region"))
                     if flags.get(flag))
         if flags.get("cluster-zones"):
@@ -98,9 +102,14 @@ class SimulatedKarmadaAgent(Simulation):
             if cluster["spec"].get("id") == cluster_id and cluster["metadata"]["name"] != self.cluster_name:
                 self.status = "failed to start"
                 raise lab.LabError(f"the same cluster has been registered with name {cluster['metadata']['name']}")
-        if not any(c["metadata"]["name"] == self.cluster_name for c in clusters):
+        spec["id"] = cluster_id
+        existing = next((c for c in clusters if c["metadata"]["name"] == self.cluster_name), None)
+        if existing is None:
             hub.post(CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                                "metadata": {"name": self.cluster_name}, "spec": dict(spec, id=cluster_id)})
+                                "metadata": {"name": self.cluster_name},
+                                "spec": {field: value for field, value in spec.items() if value}})
+        elif any(existing["spec"].get(field) != value for field, value in spec.items()):
+            hub.patch(f"{CLUSTERS}/{self.cluster_name}", {"spec": spec})  # a None value removes the field
 
     def _report_status(self, hub):
         cluster = get_or_none(hub, f"{CLUSTERS}/{self.cluster_name}")

@@ -162,7 +162,7 @@ def test_kubeconfig_with_client_certificate_loads_in_the_kubernetes_client(ca):
     loaded = Configuration()
     load_kube_config_from_dict(config, client_configuration=loaded, persist_config=False)
     assert loaded.host == "https://hub:6443" and loaded.cert_file and loaded.key_file
-    assert pki.read_kubeconfig(text) == {"server": "https://hub:6443", "ca_pem": ca.pem, "token": None,
+    assert pki.read_kubeconfig(text) == {"server": "https://hub:6443", "proxy_url": None, "ca_pem": ca.pem, "token": None,
                                          "client_cert_pem": cert_pem, "client_key_pem": key}
 
 
@@ -174,6 +174,23 @@ def test_read_kubeconfig_token_and_current_context(ca):
     parts = pki.read_kubeconfig(yaml.safe_dump(config))
     assert (parts["server"], parts["token"], parts["ca_pem"], parts["client_cert_pem"]) == (
         "https://hub:6443", "abcdef.0123456789abcdef", ca.pem, None)
+
+
+def test_kubeconfig_through_a_proxy_trusts_the_proxy_ca_too(ca):
+    proxy_ca = FakeCA("proxy-ca")
+    bundle = pki.merge_certificates(ca.pem, None, proxy_ca.pem + ca.pem)  # each certificate once, in order
+    assert [pki.describe(c)["common_name"] for c in pki.load_certificates(bundle)] == [
+        pki.describe(pki.load_certificates(ca.pem)[0])["common_name"], "proxy-ca"]
+    text = pki.kubeconfig("https://hub:6443", bundle, "hub", "bootstrap", "bootstrap", token="abcdef.0123456789abcdef",
+                          proxy_url="http://proxy.example:3128")
+    assert yaml.safe_load(text)["clusters"][0]["cluster"]["proxy-url"] == "http://proxy.example:3128"
+    parts = pki.read_kubeconfig(text)
+    assert parts["proxy_url"] == "http://proxy.example:3128" and parts["ca_pem"] == bundle
+    loaded = Configuration()
+    load_kube_config_from_dict(yaml.safe_load(text), client_configuration=loaded, persist_config=False)
+    assert loaded.proxy == "http://proxy.example:3128"  # as the kubernetes client reads it
+    with pytest.raises(FleetError, match="the CA bundle holds no PEM certificate"):
+        pki.merge_certificates(ca.pem, "junk")
 
 
 @pytest.mark.parametrize("text, fragment", [

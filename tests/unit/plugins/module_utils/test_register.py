@@ -83,9 +83,9 @@ class BootstrapHub(FakeCluster):
 
 def connector(bootstrap_hub, seen=None):
     @contextlib.contextmanager
-    def connect(server, ca_pem, token):
+    def connect(server, ca_pem, token, proxy=None):
         if seen is not None:
-            seen.append((server, ca_pem, token))
+            seen.append((server, ca_pem, token) + ((proxy,) if proxy else ()))
         yield bootstrap_hub
     return connect
 
