@@ -49,23 +49,27 @@ def connection(variables, kubeconfig=None, context=None):
     return found
 
 
-def fleet_members(hosts, hostvars):
+def fleet_members(hosts, hostvars, hubs=None):
     """The members of the inventory and what this run did with each (facts the member plays set).
 
     ``ran`` is true for members this run's member play started (``fleet_started``); members left out
     by ``--limit`` or another job slice did not run. ``failure`` is why the member failed (the message
     ``fleet_failure``), ``failed_task`` the task that failed (``fleet_failed_task``); both ``''`` when
     it succeeded or did not run.
+
+    ``hubs`` are the hub hosts: a hub whose play registered it with itself, or detached it, in this
+    run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).
     """
     members = []
-    for host in hosts or []:
+    hub_members = [host for host in hubs or [] if hostvars[host].get("fleet_member_name")]
+    for host in hub_members + list(hosts or []):
         facts = hostvars[host]
         ran = bool(facts.get("fleet_started"))
         failure, task = facts.get("fleet_failure") or "", facts.get("fleet_failed_task") or ""
         if ran and not failure and not facts.get("fleet_done"):
             failure = "did not finish (see the output above)"
-        members.append({"host": host, "name": facts.get("cluster_name") or host, "ran": ran, "failure": failure,
-                        "failed_task": task})
+        members.append({"host": host, "name": facts.get("fleet_member_name") or facts.get("cluster_name") or host,
+                        "ran": ran, "failure": failure, "failed_task": task})
     return members
 
 

@@ -9,7 +9,8 @@ ECDSA P-256 key, CN ``system:open-cluster-management:<cluster>:<agent>``, O the 
 ``system:open-cluster-management:managed-clusters``, signer ``kubernetes.io/kube-apiserver-client``,
 usages digital signature / key encipherment / client auth), waits until the CSR is approved and
 signed, and writes ``open-cluster-management-agent/hub-kubeconfig-secret`` (``tls.crt``, ``tls.key``,
-``kubeconfig``, ``cluster-name``, ``agent-name``). From then on it speaks to the hub with that
+``kubeconfig``, ``cluster-name``, ``agent-name``; the hub kubeconfig keeps the bootstrap one's server,
+CA and ``proxy-url``, and both are used through that proxy). From then on it speaks to the hub with that
 certificate only: once the hub accepted the cluster it sets ``ManagedClusterJoined``,
 ``ManagedClusterConditionAvailable`` and ``ManagedClusterConditionClockSynced`` and the Kubernetes
 version, and renews the lease ``managed-cluster-lease``.
@@ -26,8 +27,10 @@ the finalizers on the ManagedCluster, and on ``hubAcceptsClient: true`` creates 
 ``<cluster>``, the cluster's ClusterRole/ClusterRoleBinding and RoleBindings, the lease, and sets
 ``HubAcceptedManagedCluster``; when the lease is not renewed for five lease durations it sets
 ``ManagedClusterConditionAvailable`` to Unknown. Unlike the real controller it only looks after the
-clusters it is given, so that tests sharing a hub do not see each other's objects changed. On
-deletion of a ManagedCluster it removes the cluster's RBAC and lease, then its finalizers.
+clusters it is given, so that tests sharing a hub do not see each other's objects changed, and, with
+``own_klusterlet``, after the cluster the hub's own Klusterlet ``klusterlet`` names (a hub registered
+with itself, ``local-cluster``) from when it first sees it. On deletion of a ManagedCluster it removes
+the cluster's RBAC and lease, then its finalizers.
 
 Command line (both parts for one member until interrupted)::
 
@@ -88,7 +91,8 @@ class SimulatedKlusterlet(Simulation):
     ``cluster_name`` defaults to the Klusterlet's ``spec.clusterName`` (as the operator passes it to
     the agent) or else the member's name; ``agent_name`` is random, or the one a previous run stored
     in ``hub-kubeconfig-secret``. With ``hosting`` (a lab cluster name) the agent is the Hosted one
-    of Klusterlet ``klusterlet-<cluster_name or member>`` on that cluster.
+    of Klusterlet ``klusterlet-<cluster_name or member>`` on that cluster. Like the operator's
+    Deployment, it acts only while its Klusterlet exists.
     """
 
     name = "klusterlet"
@@ -119,8 +123,11 @@ class SimulatedKlusterlet(Simulation):
 
     def sync(self):
         klusterlet = get_or_none(self.runtime, f"{KLUSTERLETS}/{self.klusterlet}")
-        spec = (klusterlet or {}).get("spec") or {}
-        if self.hosted and not self._reach_managed_cluster(klusterlet):
+        if klusterlet is None:  # the operator runs the agent for a Klusterlet only, and stops it when it is deleted
+            self.status = f"waiting for Klusterlet {self.klusterlet}"
+            return
+        spec = klusterlet.get("spec") or {}
+        if self.hosted and not self._reach_managed_cluster():
             return
         if ((spec.get("registrationConfiguration") or {}).get("registrationDriver") or {}).get("authType") == "grpc":
             self.status = "the grpc registration driver needs the hub's gRPC server, which the lab cannot run: not simulated"
@@ -132,11 +139,8 @@ class SimulatedKlusterlet(Simulation):
         else:
             self._bootstrap()
 
-    def _reach_managed_cluster(self, klusterlet):
+    def _reach_managed_cluster(self):
         """Hosted: a client for the managed cluster from ``external-managed-kubeconfig``; False while there is none."""
-        if klusterlet is None:
-            self.status = f"waiting for Klusterlet {self.klusterlet}"
-            return False
         kubeconfig = _decode(get_or_none(self.runtime, secret_path(EXTERNAL_SECRET, self.namespace)) or {}, "kubeconfig")
         if not kubeconfig:
             self.status = f"waiting for Secret {self.namespace}/{EXTERNAL_SECRET}"
@@ -235,12 +239,12 @@ class SimulatedKlusterlet(Simulation):
         bootstrap = yaml.safe_load(bootstrap_kubeconfig)
         context = next(c["context"] for c in bootstrap["contexts"] if c["name"] == bootstrap["current-context"])
         cluster = next(c for c in bootstrap["clusters"] if c["name"] == context["cluster"])
-        # As the agent builds it: the bootstrap cluster, and the key pair as files next to the kubeconfig.
+        # As the agent builds it: the bootstrap cluster (server, CA, proxy-url), and the key pair as files next to it.
         kubeconfig = {
             "apiVersion": "v1", "kind": "Config",
             "clusters": [{"name": cluster["name"], "cluster": {
-                "server": cluster["cluster"]["server"],
-                "certificate-authority-data": cluster["cluster"]["certificate-authority-data"]}}],
+                key: cluster["cluster"][key] for key in ("server", "certificate-authority-data", "proxy-url")
+                if key in cluster["cluster"]}}],
             "users": [{"name": "default-auth", "user": {"client-certificate": "tls.crt", "client-key": "tls.key"}}],
             "contexts": [{"name": "default-context", "context": {
                 "cluster": cluster["name"], "user": "default-auth", "namespace": "configuration"}}],
@@ -261,7 +265,8 @@ class SimulatedKlusterlet(Simulation):
         kubeconfig = yaml.safe_load(_decode(secret, "kubeconfig"))
         cluster = kubeconfig["clusters"][0]["cluster"]
         return AgentClient(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]),
-                           f"{self.workdir}/hub", cert_pem=_decode(secret, "tls.crt"), key_pem=_decode(secret, "tls.key"))
+                           f"{self.workdir}/hub", cert_pem=_decode(secret, "tls.crt"), key_pem=_decode(secret, "tls.key"),
+                           proxy=cluster.get("proxy-url"))
 
     def _run_as_agent(self, secret):
         hub = self.hub_client(secret)
@@ -300,13 +305,22 @@ class SimulatedRegistrationController(Simulation):
 
     name = "registration-controller"
 
-    def __init__(self, fleet, clusters, interval=1.0):
+    def __init__(self, fleet, clusters, interval=1.0, own_klusterlet=False):
         super().__init__(interval)
         self.hub = fleet.api(fleet.hub)
         self.clusters = list(clusters)
+        self.own_klusterlet = own_klusterlet
+
+    def _learn_own_cluster(self):
+        """Add the cluster the hub's own klusterlet registers as; kept after its Klusterlet is gone, for the cleanup."""
+        name = ((get_or_none(self.hub, f"{KLUSTERLETS}/klusterlet") or {}).get("spec") or {}).get("clusterName")
+        if name and name not in self.clusters:
+            self.clusters.append(name)
 
     def sync(self):
         self._install_cluster_manager_roles()
+        if self.own_klusterlet:
+            self._learn_own_cluster()
         for name in self.clusters:
             managed = get_or_none(self.hub, f"{MANAGED_CLUSTERS}/{name}")
             if managed is None:

@@ -10,14 +10,16 @@ them for a lab directory - what a main-job run (site.sh), molecule and the playb
 - sim_karmada: Karmada's cluster-status controller for Push clusters on the hub;
 - sim_karmada_agent: a karmada-agent on every member (it acts once the member holds
   ``karmada-system/karmada-kubeconfig``, i.e. after pull registration);
-- sim_klusterlet: the klusterlet registration agent on every member (it acts once the member holds
-  ``open-cluster-management-agent/bootstrap-hub-kubeconfig``), the Hosted one of every member on
-  every other cluster (it acts once that cluster holds Klusterlet ``klusterlet-<member>`` and its
-  Secrets), and the hub's registration controller for the members;
+- sim_klusterlet: the klusterlet registration agent on every cluster, the hub too (it acts once the
+  cluster holds ``open-cluster-management-agent/bootstrap-hub-kubeconfig``; on the hub, a hub registered
+  with itself), the Hosted one of every member on every other cluster (it acts once that cluster holds
+  Klusterlet ``klusterlet-<member>`` and its Secrets), and the hub's registration controller for the
+  members and for the hub's own cluster;
 - sim_work_agent: OCM's work agent and Karmada's execution controllers for the members;
 - sim_addon: OCM's placement controller and add-on manager on the hub.
 
-Every member cluster registers under its lab name, as in the lab's inventory.
+Every member cluster registers under its lab name, as in the lab's inventory; the hub under the
+``clusterName`` of its Klusterlet (``local-cluster``), as any klusterlet does.
 
 Command line::
 
@@ -62,10 +64,11 @@ def simulations(lab, interval=0.5):
     for member in members:
         agents += [sim_karmada_agent.SimulatedKarmadaAgent(lab, member), sim_klusterlet.SimulatedKlusterlet(lab, member)]
         agents += [sim_klusterlet.SimulatedKlusterlet(lab, member, hosting=hosting) for hosting in lab.clusters if hosting != member]
+    agents.append(sim_klusterlet.SimulatedKlusterlet(lab, lab.hub))
     served = dict((member, lab.clusters[member]) for member in members)
     return sim_operators.simulations_for(lab, interval) + agents + [
         sim_karmada.ClusterStatusSimulation(hub),
-        sim_klusterlet.SimulatedRegistrationController(lab, members),
+        sim_klusterlet.SimulatedRegistrationController(lab, members, own_klusterlet=True),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "ocm", served),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "karmada", served),
         sim_addon.PlacementController(hub, interval),

@@ -61,6 +61,28 @@ def test_fleet_members_says_who_ran_and_why_one_failed():
     ]
 
 
+def test_a_hub_registered_with_itself_is_a_member_under_its_own_name():
+    hostvars = dict(HOSTVARS, **{
+        "hub-cluster": {"cluster_name": "hub", "fleet_member_name": "local-cluster", "fleet_started": True,
+                        "fleet_failure": "timed out", "fleet_failed_task": "Accept local-cluster on the hub"},
+        "other-hub": {"cluster_name": "hub2", "fleet_started": True}})
+    members = fleet.fleet_members(["member1"], hostvars, ["hub-cluster", "other-hub"])
+    assert members == [
+        {"host": "hub-cluster", "name": "local-cluster", "ran": True, "failure": "timed out",
+         "failed_task": "Accept local-cluster on the hub"},
+        {"host": "member1", "name": "member1", "ran": True, "failure": "", "failed_task": ""},
+    ]
+    # a hub that did not register with itself is no member, and without hubs none is
+    assert fleet.fleet_members(["member1"], hostvars) == members[1:]
+    row = fleet.fleet_report(members, [cluster("local-cluster", ready=False)], "ocm", now=NOW)[0]
+    assert (row["name"], row["host"], row["result"], row["reason"]) == ("local-cluster", "hub-cluster", "failed", "timed out")
+    hostvars["hub-cluster"] = {"fleet_member_name": "local-cluster", "fleet_started": True, "fleet_done": True}
+    members = fleet.fleet_members([], hostvars, ["hub-cluster"])
+    assert [(r["name"], r["result"]) for r in fleet.fleet_report(members, [cluster("local-cluster")], "ocm", now=NOW)] == [
+        ("local-cluster", "registered")]
+    assert fleet.fleet_report(members, [], "ocm", action="detach", now=NOW)[0]["result"] == "detached"
+
+
 def cluster(name, ready=True, created="2026-11-24T11:55:00Z", **extra):
     summary = {"name": name, "mode": "Push", "kubernetes_version": "v1.20.2", "ready": ready, "accepted": None,
                "joined": None, "created": created, "conditions": [{"type": "Ready", "message": "cluster is not reachable"}]}
