@@ -64,7 +64,7 @@ def load(kubeconfig, who="the cluster"):
         raise FleetError("%s: the PyYAML Python library is required to read %s: %s" % (who, source, YAML_IMPORT_ERROR))
     try:
         with open(path) as handle:
-            config = yaml.safe_load(handle)
+            config = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
     except (OSError, yaml.YAMLError) as exc:
         raise FleetError("%s: cannot read %s: %s" % (who, source, exc))
     if not isinstance(config, dict):

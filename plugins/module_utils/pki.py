@@ -20,16 +20,10 @@ import datetime
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-try:
-    from cryptography import x509
-    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
-    from cryptography.x509.oid import NameOID
-except ImportError as exc:  # pragma: no cover - reported when a function needs it
-    CRYPTOGRAPHY_IMPORT_ERROR = exc
-else:
-    CRYPTOGRAPHY_IMPORT_ERROR = None
+# cryptography is imported on first need (require_cryptography), not with this module: a task that only
+# reads the API pays nothing for it.
+x509 = InvalidSignature = UnsupportedAlgorithm = hashes = serialization = ec = ed25519 = padding = rsa = NameOID = None
+CRYPTOGRAPHY_IMPORT_ERROR = None
 
 try:
     import yaml
@@ -43,7 +37,18 @@ UTC = datetime.timezone.utc
 
 
 def require_cryptography():
-    """Raise a FleetError when the cryptography library is missing."""
+    """Import the cryptography library for this module's functions; a FleetError when it is missing."""
+    global x509, InvalidSignature, UnsupportedAlgorithm, hashes, serialization, ec, ed25519, padding, rsa, NameOID
+    global CRYPTOGRAPHY_IMPORT_ERROR
+    if CRYPTOGRAPHY_IMPORT_ERROR is None and x509 is None:
+        try:
+            from cryptography import x509
+            from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+            from cryptography.hazmat.primitives import hashes, serialization
+            from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
+            from cryptography.x509.oid import NameOID
+        except ImportError as exc:
+            CRYPTOGRAPHY_IMPORT_ERROR = exc
     if CRYPTOGRAPHY_IMPORT_ERROR is not None:
         raise FleetError("the cryptography Python library is required: %s" % CRYPTOGRAPHY_IMPORT_ERROR)
 
@@ -80,6 +85,7 @@ def generate_private_key(key_type="ecdsa"):
 
 def private_key_pem(key):
     """The key as unencrypted PEM text (``EC PRIVATE KEY`` / ``RSA PRIVATE KEY``, as client-go writes them)."""
+    require_cryptography()
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                              serialization.NoEncryption()).decode("ascii")
 
@@ -138,6 +144,7 @@ def not_before(certificate):
 
 def describe(certificate):
     """A summary fit for results: subject CN and O, issuer CN, validity (RFC 3339), serial number."""
+    require_cryptography()
     return {
         "common_name": (_names(certificate.subject, NameOID.COMMON_NAME) or [None])[0],
         "organizations": _names(certificate.subject, NameOID.ORGANIZATION_NAME),
@@ -149,6 +156,7 @@ def describe(certificate):
 
 
 def _public_der(key):
+    require_cryptography()
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
@@ -159,6 +167,7 @@ def matches_key(certificate, private_key):
 
 def issued_by(certificate, issuer):
     """True when ``issuer`` (a CA certificate) signed ``certificate``: issuer name and signature both match."""
+    require_cryptography()
     if certificate.issuer != issuer.subject:
         return False
     key = issuer.public_key()
