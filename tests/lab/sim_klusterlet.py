@@ -92,7 +92,8 @@ class SimulatedKlusterlet(Simulation):
     the agent) or else the member's name; ``agent_name`` is random, or the one a previous run stored
     in ``hub-kubeconfig-secret``. With ``hosting`` (a lab cluster name) the agent is the Hosted one
     of Klusterlet ``klusterlet-<cluster_name or member>`` on that cluster. Like the operator's
-    Deployment, it acts only while its Klusterlet exists.
+    Deployment, it acts only while its Klusterlet exists, unless it was given ``cluster_name`` (an agent
+    started by hand).
     """
 
     name = "klusterlet"
@@ -123,10 +124,12 @@ class SimulatedKlusterlet(Simulation):
 
     def sync(self):
         klusterlet = get_or_none(self.runtime, f"{KLUSTERLETS}/{self.klusterlet}")
-        if klusterlet is None:  # the operator runs the agent for a Klusterlet only, and stops it when it is deleted
+        if klusterlet is None and (self.hosted or not self.given_name):
+            # the operator runs the agent for a Klusterlet only, and stops it when it is deleted; an agent given
+            # its cluster name (registration-agent --cluster-name) is one started by hand
             self.status = f"waiting for Klusterlet {self.klusterlet}"
             return
-        spec = klusterlet.get("spec") or {}
+        spec = (klusterlet or {}).get("spec") or {}
         if self.hosted and not self._reach_managed_cluster():
             return
         if ((spec.get("registrationConfiguration") or {}).get("registrationDriver") or {}).get("authType") == "grpc":
