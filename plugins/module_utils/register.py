@@ -712,6 +712,13 @@ def _hub_pins(reg, ca_pem):
     return [pin for pin in bootstrap.pins_of_bundle(ca_pem) if pin not in reg.proxy_ca_pins]
 
 
+def _store_agent_kubeconfig(member, reg, report, server, hub_ca_pem, cert_pem, key_pem, check_mode):
+    """Write ``karmada-kubeconfig`` on the member: the hub through ``reg``'s proxy, trusting the hub CA and the proxy's."""
+    agent_kubeconfig = karmada.agent_kubeconfig(server, hub_trust(reg, hub_ca_pem), reg.cluster_name, cert_pem, key_pem,
+                                                reg.proxy_url)
+    report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
+
+
 def _reroute_karmada_credentials(member, hub, reg, report, parts, discovered, result, check_mode):
     """Keep the stored agent certificate, and reach the hub through this run's proxy settings (or directly).
 
@@ -719,9 +726,8 @@ def _reroute_karmada_credentials(member, hub, reg, report, parts, discovered, re
     """
     if hub:
         ensure_agent_rbac(hub, reg, report, check_mode)
-    agent_kubeconfig = karmada.agent_kubeconfig(parts["server"], hub_trust(reg, discovered["ca_pem"]), reg.cluster_name,
-                                                parts["client_cert_pem"], parts["client_key_pem"], reg.proxy_url)
-    report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
+    _store_agent_kubeconfig(member, reg, report, parts["server"], discovered["ca_pem"], parts["client_cert_pem"],
+                            parts["client_key_pem"], check_mode)
     result.update(hub_server=parts["server"], ca_pins=discovered["ca_pins"],
                   certificate_expiration=_certificate_expiration(parts["client_cert_pem"]))
     return report.result(**result)
@@ -742,9 +748,7 @@ def _register_karmada(member, hub, reg, report, stored, discovered, result, chec
                                              "updated" if stored else "created", stored, planned))
         expiration = None
     else:
-        agent_kubeconfig = karmada.agent_kubeconfig(server, hub_trust(reg, discovered["ca_pem"]), reg.cluster_name, cert_pem,
-                                                    key_pem, reg.proxy_url)
-        report.ensure(member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig), check_mode)
+        _store_agent_kubeconfig(member, reg, report, server, discovered["ca_pem"], cert_pem, key_pem, check_mode)
         _forget_in_flight(member, reg)
         expiration = _certificate_expiration(cert_pem)
     result.update(csr_name=name, hub_server=server, ca_pins=discovered["ca_pins"], certificate_expiration=expiration)
