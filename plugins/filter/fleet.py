@@ -16,7 +16,7 @@ import datetime
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import AUTH_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 
 REASON_WIDTH = 60
 COLUMNS = {

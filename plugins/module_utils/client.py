@@ -23,6 +23,7 @@ import tempfile
 from urllib.parse import urlencode
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import kubeconfig as kubeconfigs
+from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS, ENVIRONMENT, NAMING_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
@@ -33,24 +34,6 @@ except ImportError as exc:  # pragma: no cover - reported by the module wrapper
 else:
     IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
 
-# The authentication options, as kubernetes.core names them, with the K8S_AUTH_* environment variables
-# that can supply them (the first one set wins).
-ENVIRONMENT = (
-    ("kubeconfig", ("K8S_AUTH_KUBECONFIG",)),
-    ("context", ("K8S_AUTH_CONTEXT",)),
-    ("host", ("K8S_AUTH_HOST",)),
-    ("api_key", ("K8S_AUTH_API_KEY",)),
-    ("validate_certs", ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL")),
-    ("ca_cert", ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT")),
-    ("client_cert", ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE")),
-    ("client_key", ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE")),
-    ("proxy", ("K8S_AUTH_PROXY",)),
-    ("impersonate_user", ("K8S_AUTH_IMPERSONATE_USER",)),
-    ("impersonate_groups", ("K8S_AUTH_IMPERSONATE_GROUPS",)),
-)
-AUTH_OPTIONS = tuple(option for option, _variables in ENVIRONMENT)
-# The options that name a cluster: a connection given any of them never reads the environment.
-NAMING_OPTIONS = ("kubeconfig", "context", "host")
 # How messages call a cluster whose name is not known, by the part it plays.
 ROLES = {"hub": "the hub", "member": "the member cluster", "hosting": "the hosting cluster"}
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)

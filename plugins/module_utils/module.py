@@ -20,7 +20,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.multicluster.fleet.plugins.module_utils import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-# option -> (type, aliases, no_log); client.ENVIRONMENT names their K8S_AUTH_* variables.
+# option -> (type, aliases, no_log); auth_options.ENVIRONMENT names their K8S_AUTH_* variables.
 _AUTH = (
     ("kubeconfig", "raw", [], False),  # a path is no secret; see _hide_credentials
     ("context", "str", [], False),
