@@ -38,7 +38,7 @@ import secrets
 import socket
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, objects, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -54,6 +54,8 @@ LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)
 LOCK_NAMESPACE = "kube-system"
 LOCK_PREFIX = "multicluster-fleet-registration-"
 LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lease not renewed for this long is free
+# What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
+KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
 # Seconds of 401 answers in a row while waiting for a CSR before the token counts as gone: an API server that has
 # just started refuses bootstrap tokens until it has read their Secrets.
 TOKEN_REFUSAL_SECONDS = 30
@@ -72,13 +74,16 @@ class Registration:
                  csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
                  renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60, klusterlet_mode=None,
                  registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1, proxy_url=None,
-                 proxy_ca_cert=None, proxy_server_address=None):
+                 proxy_ca_cert=None, proxy_server_address=None, wait=False):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
             raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
         validate_cluster_name(engine, cluster_name)
         self.placement = klusterlet_placement(engine, cluster_name, klusterlet_mode, registration_driver)
+        if wait and engine != "ocm":
+            raise FleetError("wait is an OCM setting (it waits for the klusterlet); engine is %s" % engine)
+        self.wait = bool(wait)
         self.registration_driver = registration_driver
         self.engine = engine
         self.cluster_name = cluster_name
@@ -930,8 +935,14 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     if placement.hosted:
         report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
                       check_mode)
-    report.ensure(runtime, ocm.KLUSTERLET, ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement,
-                                                          reg.registration_driver), check_mode)
+    klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver)
+    report.ensure(runtime, ocm.KLUSTERLET, klusterlet, check_mode)
+    if reg.wait and not check_mode:
+        try:
+            objects.wait_ready(runtime, ocm.KLUSTERLET, klusterlet, reg.wait_timeout, KLUSTERLET_READY, interval=reg.wait_sleep)
+        except WaitTimeout as exc:
+            written = report.result()
+            raise WaitTimeout(exc.msg, changed=written["changed"], changes=written["changes"], **exc.details)
     return report.result(**result)
 
 

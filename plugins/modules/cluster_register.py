@@ -146,15 +146,25 @@ options:
       - OCM puts it into the Klusterlet's C(externalServerURLs); for Karmada it is returned for the agent's
         C(--cluster-api-endpoint).
     type: str
+  wait:
+    description:
+      - With O(state=present) (OCM), wait up to O(wait_timeout) seconds until the klusterlet operator has applied the
+        Klusterlet and its agents run (the Klusterlet's conditions C(Applied=True) and C(Available=True)), as
+        C(clusteradm join --wait) does. A timeout fails saying what was last seen of the Klusterlet (also as
+        C(last_seen)), with the objects written in C(changes); running the task again goes on waiting.
+      - Not waited for in check mode. Karmada refuses it - the karmada-agent is deployed after the registration.
+    type: bool
+    default: false
   wait_timeout:
     description:
-      - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster).
+      - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster),
+        and for the Klusterlet with O(wait).
     type: int
     default: 60
   wait_sleep:
     description:
       - Seconds between two checks while the module waits for the agent certificate (O(csr_wait_timeout)), for another
-        run's registration of the member, and for deletions (O(wait_timeout)); at least V(1). As C(wait_sleep) of
+        run's registration of the member, for deletions and for the Klusterlet (O(wait_timeout)); at least V(1). As C(wait_sleep) of
         M(kubernetes.core.k8s).
     type: int
     default: 5
@@ -295,7 +305,7 @@ EXAMPLES = r"""
     clusters: [member2]
     kubeconfig: /etc/fleet/hub.kubeconfig
 
-- name: Join member3 to an OCM hub
+- name: Join member3 to an OCM hub, waiting until its klusterlet runs
   multicluster.fleet.cluster_register:
     engine: ocm
     cluster_name: member3
@@ -304,6 +314,8 @@ EXAMPLES = r"""
     token: "{{ ocm_join.token }}"
     ca_cert_hashes:
       - sha256:7877f4b21bc834bd68751fe486fccd6d66b4375710126c7489fa7a22a306b426
+    wait: true
+    wait_timeout: 300
 
 - name: Join member4 to an OCM hub with its klusterlet hosted on the hub cluster
   multicluster.fleet.cluster_register:
@@ -472,7 +484,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
            "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
-           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address")
+           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait")
 
 
 def run(module):
@@ -506,6 +518,7 @@ def main():
         cert_expiration_seconds=dict(type="int", default=31536000),
         renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
+        wait=dict(type="bool", default=False),
         wait_timeout=dict(type="int", default=60),
         wait_sleep=dict(type="int", default=5),
         force=dict(type="bool", default=False),

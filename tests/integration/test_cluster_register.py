@@ -444,6 +444,13 @@ def test_ocm_rerun_with_a_new_token_changes_nothing(lab, ocm_env):
     member = connection(auth(lab, O_MEMBER), O_MEMBER)
     stored = resources.get(member, SECRET, ocm.BOOTSTRAP_SECRET, ocm.AGENT_NAMESPACE)
     assert joins["service_account"]["token"] in base64.b64decode(stored["data"]["kubeconfig"]).decode()
+    # no klusterlet operator here: wait times out saying what it saw of the Klusterlet, having written nothing
+    waited = run_module("cluster_register", ocm_args(lab, joins["bootstrap"], api_endpoint="https://10.0.0.7:6443", wait=True,
+                                                     wait_timeout=1, wait_sleep=1))
+    assert waited["rc"] == 1 and waited["changed"] is False, waited
+    assert waited["msg"].startswith("timed out after 1s waiting for Klusterlet/klusterlet on cluster '%s' " % O_NAME)
+    assert waited["msg"].endswith(" to have Applied=True, Available=True; last seen: no Applied condition yet")
+    assert waited["last_seen"] == "no Applied condition yet" and no_secret_in(waited, joins["bootstrap"]["token"])
 
 
 def test_ocm_unjoin(lab, hub_api, ocm_env):

@@ -16,7 +16,7 @@ from cryptography.x509.oid import NameOID
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
-from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
@@ -507,6 +507,33 @@ def test_ocm_rejoins_when_the_stored_certificate_does_not_fit(ca, stored_cluster
     assert OTHER_TOKEN in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
 
 
+def test_ocm_join_waits_for_the_klusterlet(ca, pin):
+    """wait: the operator's Applied and Available on the Klusterlet; a timeout names what it saw and what was written."""
+    member = FakeCluster("member")
+    with pytest.raises(WaitTimeout) as raised:
+        register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
+                             discover_hub=FakeDiscovery(ca))
+    assert "waiting for Klusterlet/klusterlet on cluster 'member'" in raised.value.msg
+    assert raised.value.details["last_seen"] == "no Applied condition yet"
+    assert raised.value.details["changed"] is True
+    assert raised.value.details["changes"][-1] == "member Klusterlet/klusterlet: created"
+    klusterlet = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]
+    klusterlet["status"] = {"conditions": [{"type": "Applied", "status": "True"}, {"type": "Available", "status": "False",
+                                                                                   "reason": "NoAvailablePods", "message": "0/1"}]}
+    with pytest.raises(WaitTimeout, match=r"last seen: Available=False \(NoAvailablePods: 0/1\)"):
+        register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
+                             discover_hub=FakeDiscovery(ca))
+    klusterlet["status"]["conditions"][1].update(status="True", reason="KlusterletAvailable")
+    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
+                                  discover_hub=FakeDiscovery(ca))
+    assert result["changed"] is False
+    # check mode writes nothing, so it waits for nothing
+    fresh = FakeCluster("member")
+    result = register.ocm_present(fresh, None, reg("ocm", wait=True, wait_timeout=0), check_mode=True,
+                                  discover_hub=FakeDiscovery(ca))
+    assert result["changed"] and fresh.objects == {}
+
+
 def test_ocm_check_mode_and_missing_klusterlet_api(ca):
     member = FakeCluster("member")
     result = register.ocm_present(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca))
@@ -567,6 +594,7 @@ def test_run_matches_hosting_with_the_klusterlet_mode(ca):
 
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(engine="karmada", klusterlet_mode="Hosted"), "klusterlet_mode and registration_driver are OCM settings"),
+    (dict(engine="karmada", wait=True), "wait is an OCM setting"),
     (dict(engine="ocm", klusterlet_mode="Remote"), "klusterlet_mode must be one of Default, Singleton, Hosted"),
     (dict(engine="ocm", registration_driver="awsirsa"), "registration_driver must be one of csr, grpc"),
     (dict(engine="ocm", klusterlet_mode="Hosted", cluster_name="c" * 53), "may have at most 52 characters"),
