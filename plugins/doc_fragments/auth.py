@@ -87,7 +87,7 @@ notes:
     kubeconfig. An AWX credential for the hub (OpenShift or Kubernetes API Bearer Token) puts the hub into the
     environment of the whole job; under that rule a task given a member's kubeconfig would be sent to the hub.
 requirements:
-  - urllib3
+  - urllib3, only for connections through a proxy (O(proxy), or a kubeconfig's C(proxy-url))
   - PyYAML
   - kubernetes >= 24.2.0, only for kubeconfig users that authenticate with C(exec) or C(auth-provider)
 """
@@ -162,7 +162,7 @@ notes:
     send a member's task to another cluster. Without O(kubeconfig) and O(host) the default kubeconfig is used
     (E(KUBECONFIG) or C(~/.kube/config)).
 requirements:
-  - urllib3
+  - urllib3, only for connections through a proxy (O(proxy), or a kubeconfig's C(proxy-url))
   - PyYAML
   - kubernetes >= 24.2.0, only for kubeconfig users that authenticate with C(exec) or C(auth-provider)
 """

@@ -4,7 +4,7 @@
 """The authentication options of a cluster connection, as kubernetes.core names them.
 
 Kept apart from :mod:`client` so that what only reads the option names (the ``connection`` filter,
-which Ansible loads for many tasks) does not import the HTTP client and urllib3.
+which Ansible loads for many tasks) does not import the HTTP client.
 """
 
 from __future__ import absolute_import, division, print_function

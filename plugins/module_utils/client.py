@@ -5,7 +5,9 @@
 
 One :class:`Cluster` per set of credentials per process. Credentials are resolved the way
 kubernetes.core resolves them (same option names, kubeconfig semantics of kubectl); requests go to
-known REST paths over one urllib3 pool, with no API discovery, and return plain dicts.
+known REST paths, with no API discovery, and return plain dicts. A server is reached over kept-alive
+connections of the standard library (``http.client``); only a connection through a proxy imports urllib3,
+whose ``ProxyManager`` tunnels through HTTP and HTTPS proxies alike.
 
 Kubeconfigs are read by :mod:`kubeconfig`; only users that authenticate with an ``exec`` or
 ``auth-provider`` plugin need the kubernetes library, whose loader runs those plugins, and only
@@ -17,26 +19,30 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import atexit
+import base64
+import http.client
 import json
 import os
+import select
+import socket
+import ssl
 import tempfile
-from urllib.parse import urlencode
+import threading
+import time
+from urllib.parse import urlencode, urlsplit
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import kubeconfig as kubeconfigs
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS, ENVIRONMENT, NAMING_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-try:
-    import urllib3
-    from urllib3._collections import HTTPHeaderDict
-except ImportError as exc:  # pragma: no cover - reported by the module wrapper
-    IMPORT_ERROR = exc
-else:
-    IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
+IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
 
 # How messages call a cluster whose name is not known, by the part it plays.
 ROLES = {"hub": "the hub", "member": "the member cluster", "hosting": "the hosting cluster"}
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+CONNECT_RETRY_DELAYS = (0.0, 0.4)  # a connection refused or timed out is tried again after these (seconds)
+IDLE_CONNECTIONS = 4  # kept-alive connections kept per server
+TLS_HINT = "TLS verification failed; check ca_cert / the kubeconfig's certificate-authority"
 DEFAULT_HOST = "http://localhost"  # what the kubernetes library's Configuration starts with: no server given
 _CLUSTERS = {}
 _DATA_FILES = {}
@@ -165,7 +171,7 @@ def build_configuration(auth, who="the cluster"):
     kubeconfig was read with is kept as ``fleet_context``: it names the cluster in messages.
     """
     if IMPORT_ERROR is not None:
-        raise FleetError("the urllib3 and PyYAML Python libraries are required: %s" % IMPORT_ERROR)
+        raise FleetError("the PyYAML Python library is required: %s" % IMPORT_ERROR)
     kubeconfig = auth.get("kubeconfig")
     context = auth.get("context")
     if kubeconfig or not auth.get("host"):
@@ -223,8 +229,8 @@ def _from_kubeconfig(kubeconfig, context, who):
     if credentials.token:
         config.api_key["BearerToken"] = "Bearer %s" % credentials.token
     elif credentials.username is not None and credentials.password is not None:
-        basic = urllib3.util.make_headers(basic_auth="%s:%s" % (credentials.username, credentials.password))
-        config.api_key["BearerToken"] = basic["authorization"]
+        basic = "%s:%s" % (credentials.username, credentials.password)
+        config.api_key["BearerToken"] = "Basic " + base64.b64encode(basic.encode("utf-8")).decode("ascii")
     return config
 
 
@@ -286,7 +292,7 @@ class Cluster:
         self.role = role
         self.server = config.host.rstrip("/")
         self._config = config
-        self._pool = self._build_pool(config)
+        self._transport = _ProxiedTransport(config) if config.proxy else _DirectTransport(config)
 
     @property
     def label(self):
@@ -315,37 +321,17 @@ class Cluster:
         """The proxy URL requests to this server go through, or None."""
         return self._config.proxy or None
 
-    @staticmethod
-    def _build_pool(config):
-        tls = dict(
-            cert_reqs="CERT_REQUIRED" if config.verify_ssl else "CERT_NONE",
-            ca_certs=config.ssl_ca_cert,
-            cert_file=config.cert_file,
-            key_file=config.key_file,
-            retries=urllib3.Retry(total=2, connect=2, read=0, status=0, backoff_factor=0.2, redirect=False),
-            timeout=urllib3.Timeout(connect=DEFAULT_TIMEOUT[0], read=DEFAULT_TIMEOUT[1]),
-            maxsize=4,
-        )
-        if getattr(config, "tls_server_name", None):
-            tls["server_hostname"] = config.tls_server_name
-        if not config.verify_ssl:
-            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
-        if config.proxy:
-            return urllib3.ProxyManager(config.proxy, proxy_headers=getattr(config, "proxy_headers", None), **tls)
-        return urllib3.PoolManager(**tls)
-
     def _headers(self, content_type):
-        headers = {"Accept": "application/json", "User-Agent": "multicluster.fleet"}
+        headers = [("Accept", "application/json"), ("User-Agent", "multicluster.fleet")]
         if content_type:
-            headers["Content-Type"] = content_type
+            headers.append(("Content-Type", content_type))
         token = self._config.get_api_key_with_prefix("BearerToken", alias="authorization")
         if token:
-            headers["Authorization"] = token
+            headers.append(("Authorization", token))
         if getattr(self._config, "impersonate_user", None):
-            headers["Impersonate-User"] = self._config.impersonate_user
-        headers = HTTPHeaderDict(headers)
+            headers.append(("Impersonate-User", self._config.impersonate_user))
         for group in getattr(self._config, "impersonate_groups", None) or []:
-            headers.add("Impersonate-Group", group)
+            headers.append(("Impersonate-Group", group))
         return headers
 
     def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
@@ -360,29 +346,13 @@ class Cluster:
             url += "?" + urlencode(fields)
         payload = None if body is None else json.dumps(body).encode("utf-8")
         try:
-            response = self._pool.request(
-                method, url, body=payload, headers=self._headers(content_type if payload else None),
-                timeout=urllib3.Timeout(*timeout) if timeout else None, preload_content=True,
-            )
-        except urllib3.exceptions.MaxRetryError as exc:
-            raise ClusterError(self._unreachable(exc.reason))
-        except urllib3.exceptions.HTTPError as exc:
-            raise ClusterError(self._unreachable(exc))
-        data = response.data
-        if 200 <= response.status < 300:
+            status, data = self._transport.send(method, url, payload, self._headers(content_type if payload else None),
+                                                timeout or DEFAULT_TIMEOUT)
+        except _Unreachable as exc:
+            raise ClusterError("%s is unreachable: %s (%s)" % (self.label, exc.detail, exc.hint))
+        if 200 <= status < 300:
             return json.loads(data) if data else None
-        raise self._http_error(method, path, response.status, data)
-
-    def _unreachable(self, cause):
-        text = str(cause)
-        if isinstance(cause, urllib3.exceptions.SSLError) or "CERTIFICATE_VERIFY_FAILED" in text:
-            hint = "TLS verification failed; check ca_cert / the kubeconfig's certificate-authority"
-        elif isinstance(cause, (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)):
-            hint = "check that the API server runs and that host/kubeconfig point at it"
-        else:
-            hint = "check the network path to the API server"
-        detail = text.split(": ", 1)[-1] if isinstance(cause, urllib3.exceptions.NewConnectionError) else text
-        return "%s is unreachable: %s (%s)" % (self.label, detail, hint)
+        raise self._http_error(method, path, status, data)
 
     def _http_error(self, method, path, status, data):
         reason = None
@@ -405,3 +375,192 @@ class Cluster:
             text += " (the credentials lack RBAC permission for this)"
         error = {404: NotFound, 409: Conflict}.get(status, ClusterError)
         return error(text.rstrip(), status, reason)
+
+
+class _Unreachable(Exception):
+    """A request that got no answer: ``detail`` says what happened, ``hint`` what to check."""
+
+    def __init__(self, detail, hint="check the network path to the API server"):
+        super(_Unreachable, self).__init__(detail)
+        self.detail = detail
+        self.hint = hint
+
+
+def _tls_context(config):
+    """The TLS settings of ``config``: its CA (else the system's), client certificate, and verification."""
+    try:
+        context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
+        context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)  # as urllib3 and Go verify
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file)
+    except (OSError, ValueError) as exc:
+        raise _Unreachable("cannot use the TLS files: %s" % exc, "check ca_cert, client_cert and client_key")
+    if not config.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+class _TLSConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that can check the server's certificate for another name (``tls-server-name``)."""
+
+    def __init__(self, host, port, timeout, context, server_hostname):
+        super(_TLSConnection, self).__init__(host, port, timeout=timeout, context=context)
+        self._tls_context = context
+        self._server_hostname = server_hostname or host
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client does: no Nagle delay
+        self.sock = self._tls_context.wrap_socket(sock, server_hostname=self._server_hostname)
+
+
+# How a kept-alive connection that the server closed fails when it is used.
+_DISCONNECTED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+
+
+class _DirectTransport:
+    """Requests to one server over kept-alive connections of the standard library (safe across threads)."""
+
+    def __init__(self, config):
+        parts = urlsplit(config.host)
+        self._config = config
+        self._tls = parts.scheme == "https"
+        self._address = (parts.hostname, parts.port or (443 if self._tls else 80))
+        self._context = None
+        self._idle = []
+        self._lock = threading.Lock()
+
+    def send(self, method, url, payload, headers, timeout):
+        """``(status, body)`` of one request; connections refused or timed out are tried again.
+
+        A kept-alive connection the server closed just as it was reused fails without an answer; a GET is then
+        sent again on a new connection (as Go's client does), any other request fails as unreachable.
+        """
+        parts = urlsplit(url)
+        target = parts.path + ("?" + parts.query if parts.query else "")
+        for attempt in (1, 2):
+            connection, reused = self._connection(timeout[0], reuse=attempt == 1)
+            try:
+                status, data, keep = self._exchange(connection, method, target, payload, headers, timeout[1])
+                break
+            except _DISCONNECTED as exc:
+                connection.close()
+                if not (reused and method == "GET"):
+                    raise self._unreachable(exc, connecting=False)
+        if keep:
+            with self._lock:
+                if len(self._idle) < IDLE_CONNECTIONS:
+                    self._idle.append(connection)
+                    return status, data
+        connection.close()
+        return status, data
+
+    def _exchange(self, connection, method, target, payload, headers, timeout):
+        """Send one request on ``connection``: ``(status, body, whether the connection stays open)``."""
+        try:
+            connection.sock.settimeout(timeout)
+            connection.putrequest(method, target, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            if payload is not None or method in ("POST", "PUT", "PATCH"):
+                connection.putheader("Content-Length", str(len(payload or b"")))
+            connection.endheaders(payload)
+            response = connection.getresponse()
+            return response.status, response.read(), not response.will_close
+        except _DISCONNECTED:
+            raise
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            raise self._unreachable(exc, connecting=False)
+
+    def _connection(self, timeout, reuse=True):
+        """``(connection, reused)``: a kept-alive connection the server has not closed meanwhile, else a new one."""
+        with self._lock:
+            while reuse and self._idle:
+                connection = self._idle.pop()
+                if not select.select([connection.sock], [], [], 0)[0]:  # nothing to read: still open
+                    return connection, True
+                connection.close()
+        for delay in CONNECT_RETRY_DELAYS + (None,):
+            connection = self._new_connection(timeout)
+            try:
+                connection.connect()
+                return connection, False
+            except (ConnectionRefusedError, socket.timeout) as exc:
+                connection.close()
+                if delay is None:
+                    raise self._unreachable(exc, connecting=True)
+                time.sleep(delay)
+            except OSError as exc:
+                connection.close()
+                raise self._unreachable(exc, connecting=True)
+
+    def _new_connection(self, timeout):
+        if not self._tls:
+            return http.client.HTTPConnection(self._address[0], self._address[1], timeout=timeout)
+        if self._context is None:
+            self._context = _tls_context(self._config)
+        return _TLSConnection(self._address[0], self._address[1], timeout, self._context,
+                              getattr(self._config, "tls_server_name", None))
+
+    @staticmethod
+    def _unreachable(cause, connecting):
+        text = str(cause) or type(cause).__name__
+        if isinstance(cause, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in text:
+            return _Unreachable(text, TLS_HINT)
+        if connecting:
+            return _Unreachable("failed to connect: %s" % text,
+                                "check that the API server runs and that host/kubeconfig point at it")
+        return _Unreachable(text)
+
+
+class _ProxiedTransport:
+    """Requests to one server through the proxy of ``config`` (HTTP or HTTPS), with urllib3's ProxyManager."""
+
+    def __init__(self, config):
+        try:
+            import urllib3
+            from urllib3._collections import HTTPHeaderDict
+        except ImportError as exc:
+            raise FleetError("a connection through a proxy (%s) needs the urllib3 Python library: %s" % (config.proxy, exc))
+        self._urllib3 = urllib3
+        self._header_dict = HTTPHeaderDict
+        tls = dict(
+            cert_reqs="CERT_REQUIRED" if config.verify_ssl else "CERT_NONE",
+            ca_certs=config.ssl_ca_cert,
+            cert_file=config.cert_file,
+            key_file=config.key_file,
+            retries=urllib3.Retry(total=2, connect=2, read=0, status=0, backoff_factor=0.2, redirect=False),
+            maxsize=IDLE_CONNECTIONS,
+        )
+        if getattr(config, "tls_server_name", None):
+            tls["server_hostname"] = config.tls_server_name
+        if not config.verify_ssl:
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self._pool = urllib3.ProxyManager(config.proxy, proxy_headers=getattr(config, "proxy_headers", None), **tls)
+
+    def send(self, method, url, payload, headers, timeout):
+        """``(status, body)`` of one request."""
+        urllib3 = self._urllib3
+        fields = self._header_dict()
+        for name, value in headers:
+            fields.add(name, value)
+        try:
+            response = self._pool.request(method, url, body=payload, headers=fields,
+                                          timeout=urllib3.Timeout(*timeout), preload_content=True)
+        except urllib3.exceptions.MaxRetryError as exc:
+            raise self._unreachable(exc.reason)
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._unreachable(exc)
+        return response.status, response.data
+
+    def _unreachable(self, cause):
+        exceptions = self._urllib3.exceptions
+        text = str(cause)
+        if isinstance(cause, exceptions.SSLError) or "CERTIFICATE_VERIFY_FAILED" in text:
+            return _Unreachable(text, TLS_HINT)
+        if isinstance(cause, (exceptions.NewConnectionError, exceptions.ConnectTimeoutError)):
+            detail = text.split(": ", 1)[-1] if isinstance(cause, exceptions.NewConnectionError) else text
+            return _Unreachable(detail, "check that the API server runs and that host/kubeconfig point at it")
+        return _Unreachable(text)

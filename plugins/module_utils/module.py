@@ -80,7 +80,7 @@ class FleetModule(AnsibleModule):
         super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
         self.role = role
         self._hide_credentials(self.params)
-        if client.IMPORT_ERROR is not None:  # urllib3 and PyYAML, which the kubernetes library brings
+        if client.IMPORT_ERROR is not None:  # PyYAML, which the kubernetes library brings
             self.fail_json(msg=missing_required_lib("kubernetes"), exception=str(client.IMPORT_ERROR))
         self.connection = client.connection_options(self.params, environment)
         if self.connection.get("api_key"):

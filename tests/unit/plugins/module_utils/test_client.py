@@ -4,6 +4,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import urllib3
@@ -86,20 +88,20 @@ class FakeResponse:
         self.data = json.dumps(body).encode() if body is not None else b""
 
 
-class FakePool:
+class FakeTransport:
     def __init__(self, status, body=None):
         self.response = FakeResponse(status, body)
         self.requests = []
 
-    def request(self, method, url, body=None, headers=None, timeout=None, preload_content=True):
-        self.requests.append((method, url, body, headers))
-        return self.response
+    def send(self, method, url, payload, headers, timeout):
+        self.requests.append((method, url, payload, headers))
+        return self.response.status, self.response.data
 
 
 def cluster_answering(status, body=None, **auth):
     auth.setdefault("host", "https://h:6443")
     cluster = client.Cluster("hub", client.build_configuration(auth, "cluster 'hub'"))
-    cluster._pool = FakePool(status, body)
+    cluster._transport = FakeTransport(status, body)
     return cluster
 
 
@@ -108,11 +110,10 @@ class TestRequest:
         cluster = cluster_answering(200, {"items": []}, api_key="abc", impersonate_user="alice",
                                     impersonate_groups=["g1", "g2"])
         assert cluster.request("GET", "/api/v1/namespaces", query={"labelSelector": "a=b", "x": None}) == {"items": []}
-        method, url, body, headers = cluster._pool.requests[0]
+        method, url, body, headers = cluster._transport.requests[0]
         assert url == "https://h:6443/api/v1/namespaces?labelSelector=a%3Db"
-        assert headers["Authorization"] == "Bearer abc"
-        assert headers["Impersonate-User"] == "alice"
-        assert headers.getlist("Impersonate-Group") == ["g1", "g2"]
+        assert ("Authorization", "Bearer abc") in headers and ("Impersonate-User", "alice") in headers
+        assert [value for name, value in headers if name == "Impersonate-Group"] == ["g1", "g2"]
 
     def test_401_says_credentials_refused(self):
         cluster = cluster_answering(401, {"kind": "Status", "message": "Unauthorized", "reason": "Unauthorized"})
@@ -155,6 +156,64 @@ class TestRequest:
             cluster.request("GET", "/version")
         assert "cluster 'member3' (https://127.0.0.1:%d) is unreachable" % port in info.value.msg
         assert "Connection refused" in info.value.msg
+
+
+class RecordingHandler(BaseHTTPRequestHandler):
+    """Answers every request with its headers as JSON; closes the connection after it when the path says so."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.server.connections.add(self.client_address)
+        body = json.dumps({"groups": self.headers.get_all("Impersonate-Group") or [],
+                           "connection": "%s:%d" % self.client_address}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = self.path.endswith("close")  # without saying so: the client finds out when it reuses it
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RecordingHandler)
+    server.connections = set()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+class TestDirectTransport:
+    """Requests without a proxy go over kept-alive connections of the standard library."""
+
+    def cluster(self, server, **auth):
+        auth["host"] = "http://127.0.0.1:%d" % server.server_address[1]
+        return client.Cluster("c", client.build_configuration(auth, "x"))
+
+    def test_requests_share_one_kept_alive_connection(self, http_server):
+        cluster = self.cluster(http_server, impersonate_groups=["g1", "g2"])
+        answers = [cluster.request("GET", "/api/v1/namespaces/%d" % n) for n in range(3)]
+        assert answers[0]["groups"] == ["g1", "g2"]
+        assert len({answer["connection"] for answer in answers}) == 1 and len(http_server.connections) == 1
+
+    def test_a_connection_the_server_closed_is_replaced(self, http_server):
+        cluster = self.cluster(http_server)
+        first = cluster.request("GET", "/version/close")
+        second = cluster.request("GET", "/version")
+        assert first["connection"] != second["connection"] and len(http_server.connections) == 2
+
+    def test_does_not_import_urllib3(self, http_server):
+        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils import client; "
+                "client.Cluster('c', client.build_configuration({'host': 'http://127.0.0.1:%d'}, 'x')).request('GET', '/v'); "
+                "assert 'urllib3' not in sys.modules" % http_server.server_address[1])
+        subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)),
+                       check=True)
 
 
 class TestGetCluster:
@@ -210,7 +269,7 @@ class TestKubeconfigCredentials:
         assert config.get_api_key_with_prefix("BearerToken", alias="authorization") is None
         cluster = client.Cluster("hub", config)
         assert (cluster.ca_pem, cluster.proxy) == ("CA PEM", "http://proxy:3128")
-        assert isinstance(cluster._pool, urllib3.ProxyManager)
+        assert isinstance(cluster._transport._pool, urllib3.ProxyManager)
 
     def test_insecure_and_basic_auth(self, without_kubernetes):
         data = kubeconfig()
@@ -260,11 +319,11 @@ class TestPluginUsers:
     def test_exec_plugin_token(self, tmp_path):
         config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "cluster 'hub'")
         assert config.host == "https://127.0.0.1:6443" and config.verify_ssl is False
-        assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer exec-token"
+        assert dict(client.Cluster("hub", config)._headers(None))["Authorization"] == "Bearer exec-token"
 
     def test_api_key_overrides_the_plugin(self, tmp_path):
         config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path), "api_key": "mine"}, "cluster 'hub'")
-        assert client.Cluster("hub", config)._headers(None)["Authorization"] == "Bearer mine"
+        assert dict(client.Cluster("hub", config)._headers(None))["Authorization"] == "Bearer mine"
 
     def test_without_the_kubernetes_library(self, tmp_path, without_kubernetes):
         with pytest.raises(FleetError) as info:
