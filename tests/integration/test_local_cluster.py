@@ -47,8 +47,8 @@ class TestLocalCluster:
     def test_check_mode_on_the_starting_state_says_what_it_cannot_preview(self, lab, simulations, starting_state, inventory):
         done, recap = check_play(lab, "site.yml", inventory, **SELF)
         assert all(r["changed"] > 0 for r in recap.values()), recap
-        assert "check mode: the registration of the hub with itself as local-cluster is not previewed: the hub has no " \
-               "join token yet" in done.stdout, done.stdout[-4000:]
+        assert "check mode: the registration of local-cluster with the hub is not previewed: the hub has no join token " \
+               "yet" in done.stdout, done.stdout[-4000:]
         assert "check mode: the acceptance of local-cluster is not previewed" in done.stdout, done.stdout[-4000:]
         assert summary(done.stdout)["local-cluster"]["RESULT"] == "registered"
         assert changes(starting_state, snapshot(lab)) == {}
