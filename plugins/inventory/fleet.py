@@ -184,6 +184,7 @@ from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, inventory as fleet_inventory
+from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 display = Display()
@@ -199,7 +200,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         super(InventoryModule, self).parse(inventory, loader, path, cache)
         self._read_config_data(path)
         engine = self.get_option("engine")
-        hub_options = dict((option, self.get_option(option)) for option in client.AUTH_OPTIONS)
+        hub_options = dict((option, self.get_option(option)) for option in AUTH_OPTIONS)
         try:
             mapping = fleet_inventory.MemberMapping(self.get_option("members"), self.get_option("members_kubeconfig"))
             # What the hub says is data, never a template: a label value like "{{ lookup('pipe', ...) }}" stays text.

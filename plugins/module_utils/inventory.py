@@ -19,7 +19,8 @@ __metaclass__ = type
 
 import fnmatch
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 HUB_GROUP = "hub"
@@ -28,7 +29,7 @@ MODES = ("push", "pull")
 # The registration_mode site.yml uses for a member that names none: OCM registers only by pull.
 DEFAULT_MODE = {"karmada": "push", "ocm": "pull"}
 # The hub's connection settings an inventory may show: every authentication option except the bearer token.
-SHOWN_CONNECTION = tuple(option for option in client.AUTH_OPTIONS if option != "api_key")
+SHOWN_CONNECTION = tuple(option for option in AUTH_OPTIONS if option != "api_key")
 # What the hub reports about a member that the inventory keeps (and caches): the summary without the object.
 OBSERVED = ("name", "mode", "id", "api_endpoint", "kubernetes_version", "ready", "joined", "accepted",
             "provider", "region", "zones", "labels")

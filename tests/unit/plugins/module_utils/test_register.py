@@ -510,9 +510,9 @@ def test_ocm_rejoins_when_the_stored_certificate_does_not_fit(ca, stored_cluster
 def test_ocm_join_waits_for_the_klusterlet(ca, pin):
     """wait: the operator's Applied and Available on the Klusterlet; a timeout names what it saw and what was written."""
     member = FakeCluster("member")
+    waiting = reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0)
     with pytest.raises(WaitTimeout) as raised:
-        register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
-                             discover_hub=FakeDiscovery(ca))
+        register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
     assert "waiting for Klusterlet/klusterlet on cluster 'member'" in raised.value.msg
     assert raised.value.details["last_seen"] == "no Applied condition yet"
     assert raised.value.details["changed"] is True
@@ -521,11 +521,9 @@ def test_ocm_join_waits_for_the_klusterlet(ca, pin):
     klusterlet["status"] = {"conditions": [{"type": "Applied", "status": "True"}, {"type": "Available", "status": "False",
                                                                                    "reason": "NoAvailablePods", "message": "0/1"}]}
     with pytest.raises(WaitTimeout, match=r"last seen: Available=False \(NoAvailablePods: 0/1\)"):
-        register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
-                             discover_hub=FakeDiscovery(ca))
+        register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
     klusterlet["status"]["conditions"][1].update(status="True", reason="KlusterletAvailable")
-    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0),
-                                  discover_hub=FakeDiscovery(ca))
+    result = register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
     assert result["changed"] is False
     # check mode writes nothing, so it waits for nothing
     fresh = FakeCluster("member")
