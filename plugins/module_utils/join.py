@@ -213,6 +213,7 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None):
                                              check_mode))
 
     cluster = cluster_outcome.after
+    groups = [("member", member_outcomes), ("hub", hub_outcomes)]
     if params.get("wait") and not check_mode:
         wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
         try:
@@ -221,11 +222,13 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None):
                                                    timeout=params["wait_timeout"],
                                                    interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
         except WaitTimeout as exc:
+            written = _result(groups)  # what this run wrote before the wait: a retry of the task reports it unchanged
             raise FleetError("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
                              "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
-                             % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
-    return _result([("member", member_outcomes), ("hub", hub_outcomes)], cluster=resources.presentable(cluster),
-                   cluster_id=cluster_id, diff=_diff(name, cluster_outcome.before, cluster_outcome.after))
+                             % (exc.msg, cluster["spec"]["apiEndpoint"]), changed=written["changed"],
+                             changes=written["changes"], **exc.details)
+    return _result(groups, cluster=resources.presentable(cluster), cluster_id=cluster_id,
+                   diff=_diff(name, cluster_outcome.before, cluster_outcome.after))
 
 
 def _diff(name, before, after):

@@ -81,6 +81,8 @@ options:
     description:
       - With O(state=present), wait until Karmada reports the O(wait_condition) on the Cluster (by default C(Ready=True)).
       - A condition from before this run's changes counts until Karmada's controller has looked at the member again.
+      - A wait that times out fails with C(last_seen), and with C(changed) and RV(changes) saying what the run
+        wrote before it waited.
       - O(state=absent) always waits for the Cluster to be gone before it removes credentials the controller still needs.
       - In check mode nothing is written, so nothing is waited for.
   wait_condition:
@@ -202,7 +204,7 @@ changes:
     - What the run did (or would do, in check mode) to each object, in order - V(member) or V(hub), then
       C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted) or V(absent).
     - Removing finalizers (O(force)) shows as V(updated).
-  returned: always
+  returned: always (also when the O(wait) times out)
   type: list
   elements: str
   sample:

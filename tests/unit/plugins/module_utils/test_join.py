@@ -258,8 +258,13 @@ class TestJoin:
         assert stored(hub, CLUSTER, "east") is None
 
     def test_wait_for_ready_times_out_with_the_last_condition(self, hub, member, fast_waits):
-        with pytest.raises(FleetError, match=r"Ready=True.*no Ready condition yet.*reaches https://10.0.0.7:6443"):
+        with pytest.raises(FleetError, match=r"Ready=True.*no Ready condition yet.*reaches https://10.0.0.7:6443") as raised:
             join.join(hub, member, params(wait=True))
+        # the failure says what the join wrote before it waited; a second attempt wrote nothing more
+        assert raised.value.details["changed"] is True and "hub Cluster/east: created" in raised.value.details["changes"]
+        with pytest.raises(FleetError) as again:
+            join.join(hub, member, params(wait=True))
+        assert again.value.details["changed"] is False and "hub Cluster/east: unchanged" in again.value.details["changes"]
 
     def test_wait_condition_and_wait_sleep(self, hub, member, monkeypatch):
         """wait_condition as kubernetes.core's (type, status, reason); wait_sleep is the time between two reads."""
