@@ -43,6 +43,7 @@ DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
 CONNECT_RETRY_DELAYS = (0.0, 0.4)  # a connection refused or timed out is tried again after these (seconds)
 IDLE_CONNECTIONS = 4  # kept-alive connections kept per server
 TLS_HINT = "TLS verification failed; check ca_cert / the kubeconfig's certificate-authority"
+CONNECT_HINT = "check that the API server runs and that host/kubeconfig point at it"
 DEFAULT_HOST = "http://localhost"  # what the kubernetes library's Configuration starts with: no server given
 _CLUSTERS = {}
 _DATA_FILES = {}
@@ -510,8 +511,7 @@ class _DirectTransport:
         if isinstance(cause, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in text:
             return _Unreachable(text, TLS_HINT)
         if connecting:
-            return _Unreachable("failed to connect: %s" % text,
-                                "check that the API server runs and that host/kubeconfig point at it")
+            return _Unreachable("failed to connect: %s" % text, CONNECT_HINT)
         return _Unreachable(text)
 
 
@@ -562,5 +562,5 @@ class _ProxiedTransport:
             return _Unreachable(text, TLS_HINT)
         if isinstance(cause, (exceptions.NewConnectionError, exceptions.ConnectTimeoutError)):
             detail = text.split(": ", 1)[-1] if isinstance(cause, exceptions.NewConnectionError) else text
-            return _Unreachable(detail, "check that the API server runs and that host/kubeconfig point at it")
+            return _Unreachable(detail, CONNECT_HINT)
         return _Unreachable(text)
