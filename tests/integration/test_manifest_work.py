@@ -235,10 +235,13 @@ def test_only_works_whose_content_changed_are_written(fleet, cleanup):
     assert (grown["clusters"][first]["action"], grown["clusters"][second]["action"]) == ("unchanged", "created")
     assert len(grown["diff"]) == 1 and second in grown["diff"][0]["after_header"]
 
-    # Someone edits the work of the second cluster on the hub: only that work is written back.
-    stored = fleet.work(second, "mw-partial")
-    stored["spec"]["workload"]["manifests"][0]["data"] = {"greeting": "edited"}
-    fleet.hub.request("PUT", fleet.kind.path(fleet.namespace(second), "mw-partial"), body=stored)
+    # Someone edits the work of the second cluster on the hub: only that work is written back. A merge patch, not a
+    # read-modify-write: the agent writes the work's status in between, and a PUT of the stale copy would conflict.
+    edited = copy.deepcopy(manifests)
+    edited[0]["data"] = {"greeting": "edited"}
+    fleet.hub.request("PATCH", fleet.kind.path(fleet.namespace(second), "mw-partial"), content_type=resources.MERGE_PATCH,
+                      body={"spec": {"workload": {"manifests": edited}}})
+    assert fleet.work(second, "mw-partial")["spec"]["workload"]["manifests"][0]["data"] == {"greeting": "edited"}
     repaired = ok(fleet.run("mw-partial", manifests=manifests, diff=True, wait=True, wait_timeout=30))
     assert (repaired["clusters"][first]["action"], repaired["clusters"][second]["action"]) == ("unchanged", "updated")
     assert [d["after_header"] for d in repaired["diff"]] == ["%s/%s/mw-partial (cluster %s)" % (
