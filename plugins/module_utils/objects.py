@@ -20,7 +20,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 KINDS = dict(resources.KINDS)
 KINDS.update(resources.kinds_by_type(karmada.CLUSTER, karmada.WORK, ocm.MANAGED_CLUSTER, ocm.MANIFEST_WORK,
                                      ocm.CLUSTER_MANAGER, ocm.KLUSTERLET))
-EXISTING = ("update", "keep")
+EXISTING = ("update", "keep", "keep_crds")
 # What an API server answers for an object it refuses as invalid (BadRequest, Invalid).
 INVALID_STATUSES = (400, 422)
 # The namespace every cluster has, where objects bound for a namespace not created yet are validated.
@@ -83,12 +83,13 @@ def apply(cluster, items, check_mode=False, existing="update", wait=False, timeo
     Every object is first sent as a server-side dry run (:func:`validate`), so that an object the API
     server refuses stops the run before anything is written; in check mode that dry run is the run.
     ``existing="keep"`` creates missing objects and leaves existing ones as they are (the way Helm
-    treats the CRDs of a chart). A CRD that was created or changed is waited for until it is
-    Established before the next object, since objects of its kind may follow. With ``wait``,
-    Deployments must then report ``Available`` for their current generation, CRDs ``Established``
-    and objects of other kinds every condition of ``conditions`` (:func:`resources.wanted_condition`
-    dicts), checked every ``interval`` seconds. A failure once writes have begun raises a
-    :class:`FleetError` with ``changed`` and the ``objects`` handled so far, which its message names.
+    treats the CRDs of a chart); ``existing="keep_crds"`` does so for CRDs only and updates the others.
+    A CRD that was created or changed is waited for until it is Established before the next object,
+    since objects of its kind may follow. With ``wait``, Deployments must then report ``Available`` for
+    their current generation, CRDs ``Established`` and objects of other kinds every condition of
+    ``conditions`` (:func:`resources.wanted_condition` dicts), checked every ``interval`` seconds. A
+    failure once writes have begun raises a :class:`FleetError` with ``changed`` and the ``objects``
+    handled so far, which its message names.
     """
     planned = validate(cluster, items, existing)
     if check_mode:
@@ -110,9 +111,10 @@ def apply(cluster, items, check_mode=False, existing="update", wait=False, timeo
 
 
 def _ensure(cluster, kind, manifest, existing, check_mode=False):
-    """``resources.ensure`` for one object, or ``unchanged`` for an existing one with ``existing="keep"``."""
+    """``resources.ensure`` for one object, or ``unchanged`` for an existing one that ``existing`` keeps."""
     metadata = manifest["metadata"]
-    current = resources.get(cluster, kind, metadata["name"], metadata.get("namespace")) if existing == "keep" else None
+    kept = existing == "keep" or existing == "keep_crds" and kind is resources.CRD
+    current = resources.get(cluster, kind, metadata["name"], metadata.get("namespace")) if kept else None
     if current is not None:
         return resources.Outcome(kind, metadata["name"], metadata.get("namespace"), "unchanged", current, current)
     outcome = resources.ensure(cluster, kind, manifest, check_mode)

@@ -61,8 +61,10 @@ options:
       - What O(state=present) does with an object that exists. V(update) merge-patches it to match the manifest.
       - V(keep) leaves it as it is and only creates missing objects, the way Helm treats the CRDs of a chart
         (an existing CRD may be newer, or owned by another installation).
+      - V(keep_crds) does so for CustomResourceDefinitions only and updates the other objects - an operator bundle with
+        its CRDs in one task.
     type: str
-    choices: [update, keep]
+    choices: [update, keep, keep_crds]
     default: update
   keep_unlabeled:
     description:

@@ -111,6 +111,15 @@ class TestApply:
         stored = cluster.objects[CRD.path(name=CRD_MANIFEST["metadata"]["name"])]
         assert stored["spec"] == {"group": "old"} and "labels" not in stored["metadata"]
 
+    def test_keep_crds_leaves_existing_crds_alone_and_updates_the_rest(self, cluster):
+        cluster.add(CRD, {"metadata": {"name": CRD_MANIFEST["metadata"]["name"]}, "spec": {"group": "old"}})
+        cluster.add(NAMESPACE, {"metadata": {"name": "demo"}})
+        labelled = dict(NS, metadata={"name": "demo", "labels": {"team": "a"}})
+        outcomes = objects.apply(cluster, prepared(CRD_MANIFEST, labelled), existing="keep_crds")
+        assert [o.action for o in outcomes] == ["unchanged", "updated"]
+        assert cluster.objects[CRD.path(name=CRD_MANIFEST["metadata"]["name"])]["spec"] == {"group": "old"}
+        assert cluster.objects[NAMESPACE.path(name="demo")]["metadata"]["labels"] == {"team": "a"}
+
     def test_created_crd_is_waited_for_before_the_next_object(self, cluster):
         objects.apply(cluster, prepared(CRD_MANIFEST, NS))
         crd_path = CRD.path(name=CRD_MANIFEST["metadata"]["name"])
