@@ -115,6 +115,69 @@ def agent_kubeconfig_secret(kubeconfig_text):
             "type": "Opaque", "data": {AGENT_KUBECONFIG_SECRET: pki.b64(kubeconfig_text)}}
 
 
+DEFAULT_AGENT_IMAGE = "docker.io/karmada/karmada-agent:v1.14.0"
+
+
+def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replicas=1, provider="", region="", zones=(),
+                  proxy_server_address=None):
+    """The karmada-agent as ``karmadactl register`` deploys it, as manifests in the order they are applied.
+
+    Namespace ``karmada-system``, ServiceAccount ``karmada-agent-sa``, ClusterRole and ClusterRoleBinding
+    ``karmada-agent`` and Deployment ``karmada-agent`` reading the hub kubeconfig of Secret
+    ``karmada-system/karmada-kubeconfig``, with karmadactl's arguments. The agent creates the Cluster.
+    """
+    labels = dict(SYSTEM_LABELS)
+    meta = {"name": AGENT_NAME, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NAMESPACE, "labels": dict(labels)}},
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": AGENT_SERVICE_ACCOUNT, "namespace": AGENT_NAMESPACE, "labels": dict(labels)}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": copy.deepcopy(meta),
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["get"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": copy.deepcopy(meta),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AGENT_NAME},
+         "subjects": [{"kind": "ServiceAccount", "name": AGENT_SERVICE_ACCOUNT, "namespace": AGENT_NAMESPACE}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE, "labels": {"app": AGENT_NAME}},
+         "spec": {
+             "replicas": replicas,
+             "selector": {"matchLabels": {"app": AGENT_NAME}},
+             "template": {
+                 "metadata": {"labels": {"app": AGENT_NAME}},
+                 "spec": {
+                     "serviceAccountName": AGENT_SERVICE_ACCOUNT,
+                     "containers": [{
+                         "name": AGENT_NAME,
+                         "image": image,
+                         "imagePullPolicy": "IfNotPresent",
+                         "command": [
+                             "/bin/karmada-agent",
+                             "--karmada-kubeconfig=/etc/kubeconfig/%s" % AGENT_KUBECONFIG_SECRET,
+                             "--cluster-name=%s" % cluster_name,
+                             "--cluster-api-endpoint=%s" % api_endpoint,
+                             "--cluster-provider=%s" % (provider or ""),
+                             "--cluster-region=%s" % (region or ""),
+                             "--cluster-zones=%s" % ",".join(zones or ()),
+                             "--controllers=*",
+                             "--proxy-server-address=%s" % (proxy_server_address or ""),
+                             "--leader-elect-resource-namespace=%s" % AGENT_NAMESPACE,
+                             "--cluster-namespace=%s" % DEFAULT_CLUSTER_NAMESPACE,
+                             "--cluster-status-update-frequency=10s",
+                             "--metrics-bind-address=:8080",
+                             "--health-probe-bind-address=0.0.0.0:10357",
+                             "--v=2",
+                         ],
+                         "ports": [{"containerPort": 8080, "name": "metrics", "protocol": "TCP"}],
+                         "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig"}],
+                     }],
+                     "tolerations": [{"key": "node-role.kubernetes.io/master", "operator": "Exists"}],
+                     "volumes": [{"name": "kubeconfig", "secret": {"secretName": AGENT_KUBECONFIG_SECRET}}],
+                 },
+             },
+         }},
+    ]
+
+
 def agent_member_objects():
     """``(Kind, name, namespace)`` of the agent's member objects, in the order unregister deletes them."""
     return [

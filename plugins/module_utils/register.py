@@ -38,7 +38,7 @@ import secrets
 import socket
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, kubeconfig, objects, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, karmada, kubeconfig, objects, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -74,15 +74,28 @@ class Registration:
                  csr_wait_timeout=300, cert_expiration_seconds=karmada.DEFAULT_CERT_EXPIRATION_SECONDS,
                  renew_before=DEFAULT_RENEW_BEFORE_DAYS, api_endpoint=None, wait_timeout=60, klusterlet_mode=None,
                  registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1, proxy_url=None,
-                 proxy_ca_cert=None, proxy_server_address=None, wait=False):
+                 proxy_ca_cert=None, proxy_server_address=None, wait=False, deploy_agent=False,
+                 agent_image=karmada.DEFAULT_AGENT_IMAGE, agent_replicas=1, provider=None, region=None, zones=None,
+                 accept=False):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
             raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
         validate_cluster_name(engine, cluster_name)
         self.placement = klusterlet_placement(engine, cluster_name, klusterlet_mode, registration_driver)
-        if wait and engine != "ocm":
-            raise FleetError("wait is an OCM setting (it waits for the klusterlet); engine is %s" % engine)
+        self.deploy_agent = bool(deploy_agent)
+        if engine != "karmada" and (deploy_agent or provider or region or zones):
+            raise FleetError("deploy_agent, provider, region and zones are Karmada settings (the klusterlet is installed by "
+                             "role multicluster.fleet.agent_install); engine is %s" % engine)
+        if agent_replicas < 0:
+            raise FleetError("agent_replicas must be at least 0, got %d" % agent_replicas)
+        karmada.validate_zones(zones or [])
+        if accept and engine != "ocm":
+            raise FleetError("accept is an OCM setting (clusteradm accept); a Karmada hub approves agent CSRs itself, or "
+                             "with multicluster.fleet.csr_accept; engine is %s" % engine)
+        self.accept = bool(accept)
+        self.agent_image, self.agent_replicas = agent_image, agent_replicas
+        self.provider, self.region, self.zones = provider or "", region or "", list(zones or [])
         self.wait = bool(wait)
         self.registration_driver = registration_driver
         self.engine = engine
@@ -226,6 +239,37 @@ class Report:
                 diffs.append(dict(outcome.diff(), before_header=header, after_header=header))
         return dict(changed=bool(diffs), changes=["%s %s" % (cluster, o.summary()) for cluster, o in self.outcomes],
                     diff=diffs, warnings=self.warnings, **extra)
+
+
+def _merge_written(registered, report, details=None):
+    """``registered`` (a result) with the outcomes of ``report`` added; with ``details`` (of a failure), those to raise."""
+    done = report.result()
+    merged = dict(changed=registered["changed"] or done["changed"], changes=registered["changes"] + done["changes"],
+                  diff=registered["diff"] + done["diff"], warnings=registered["warnings"] + done["warnings"])
+    if details is None:
+        registered.update(merged)
+        return registered
+    details = dict(details)
+    applied, written = details.pop("changed", False), details.pop("objects", [])
+    for key in ("clusters", "diff", "waiting"):
+        details.pop(key, None)
+    return dict(details, changed=bool(merged["changed"] or applied),
+                changes=merged["changes"] + ["member %s" % summary for summary in written])
+
+
+class _Accepted:
+    """An acceptance step (a CSR approved, hubAcceptsClient set) as a :class:`Report` outcome."""
+
+    changed = True
+
+    def __init__(self, ref, verb, diff):
+        self.ref, self.verb, self._diff = ref, verb, diff
+
+    def summary(self):
+        return "%s: %s" % (self.ref, self.verb)
+
+    def diff(self):
+        return {"before": self._diff["before"], "after": self._diff["after"]}
 
 
 # --- discovery and the bootstrap connection ------------------------------------------------------
@@ -809,6 +853,35 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
     return done
 
 
+def karmada_agent(member, hub, reg, registered, check_mode=False, clock=time.monotonic):
+    """After ``karmada_present`` (its result ``registered``): the karmada-agent and the waits, as karmadactl register.
+
+    With ``deploy_agent`` the agent's objects (:func:`karmada.agent_objects`) are applied on the member; with
+    ``wait`` its Deployment must become available and, with ``hub``, the hub must report the cluster Ready,
+    within ``wait_timeout`` seconds in all (neither is waited for in check mode). Returns ``registered`` with
+    the agent's objects added; a failure names what was written before it, the registration included.
+    """
+    waits = reg.wait and not check_mode
+    if not (reg.deploy_agent or waits and hub):
+        return registered
+    report = Report()
+    deadline = clock() + reg.wait_timeout
+    try:
+        if reg.deploy_agent:
+            manifests = karmada.agent_objects(reg.cluster_name, registered["api_endpoint"], reg.agent_image, reg.agent_replicas,
+                                              reg.provider, reg.region, reg.zones, reg.proxy_server_address)
+            for outcome in objects.apply(member, objects.prepare(manifests), check_mode, wait=waits, timeout=reg.wait_timeout,
+                                         interval=reg.wait_sleep):
+                report.add(member, outcome)
+        if waits and hub:
+            fleet.wait_for_clusters(hub, "karmada", reg.cluster_name, timeout=max(int(deadline - clock()), 0),
+                                    interval=reg.wait_sleep)
+    except FleetError as exc:
+        error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
+        raise error(exc.msg, **_merge_written(registered, report, exc.details))
+    return _merge_written(registered, report)
+
+
 def _go_on_without_member(exc, reg, hub, leftovers, report):
     """Handle the error ``exc`` of an unregistration's first request to the member.
 
@@ -946,6 +1019,42 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     return report.result(**result)
 
 
+def ocm_accept(hub, reg, registered, check_mode=False, clock=time.monotonic):
+    """After ``ocm_present`` (its result ``registered``): accept the cluster on ``hub`` as ``clusteradm accept`` does.
+
+    Approves its klusterlet's CSR and sets ``hubAcceptsClient`` (:func:`accept.accept`); with ``wait``, first
+    waits for the CSR, then until the hub reports the cluster Available, within ``wait_timeout`` seconds in all.
+    A check-mode run previews the acceptance only of a cluster whose klusterlet has registered. Returns
+    ``registered`` with ``accepted`` (the acceptance of the cluster, as csr_accept's ``clusters`` entry).
+    """
+    name = reg.cluster_name
+    registered["accepted"] = None
+    if check_mode and resources.get(hub, ocm.MANAGED_CLUSTER, name) is None:
+        registered["warnings"].append("check mode: the acceptance of %s is not previewed: not registered with the hub yet "
+                                      "(its klusterlet registers once a real run has joined it)" % name)
+        return registered
+    waits = reg.wait and not check_mode
+    deadline = clock() + reg.wait_timeout
+    report = Report()
+    try:
+        try:
+            outcome = accept.accept(hub, "ocm", [name], wait=waits, timeout=reg.wait_timeout, check_mode=check_mode,
+                                    interval=reg.wait_sleep)
+        except WaitTimeout as exc:
+            raise WaitTimeout(exc.msg, last_seen="the klusterlet of %s has not requested its certificate yet" % name)
+        registered["accepted"] = outcome["clusters"][0]
+        for diff in outcome["diff"]:
+            ref = diff["before_header"]
+            verb = "approved" if ref.startswith(CSR.kind) else "accepted (hubAcceptsClient)"
+            report.add(hub, _Accepted(ref, verb, diff))
+        if waits:
+            fleet.wait_for_clusters(hub, "ocm", name, timeout=max(int(deadline - clock()), 0), interval=reg.wait_sleep)
+    except FleetError as exc:
+        error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
+        raise error(exc.msg, **_merge_written(registered, report, exc.details))
+    return _merge_written(registered, report)
+
+
 def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     """Unjoin: the Klusterlet and the Secrets of its agent namespace (Hosted: the namespace too); with hub
     credentials the ManagedCluster too. With ``force`` an unreachable member (or hosting cluster) is skipped."""
@@ -1003,10 +1112,16 @@ def run(member, hub, reg, check_mode=False, hosting=None, managed_kubeconfig=Non
                          "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
     if reg.engine == "karmada":
         if reg.state == "present":
-            return karmada_present(member, hub, reg, check_mode)
+            if reg.wait and not (reg.deploy_agent or hub):
+                raise FleetError("wait (Karmada) waits for the karmada-agent this module deploys (deploy_agent) and for the hub "
+                                 "to report the cluster Ready (hub): set deploy_agent or hub")
+            return karmada_agent(member, hub, reg, karmada_present(member, hub, reg, check_mode), check_mode)
         return karmada_absent(member, hub, reg, check_mode)
     if reg.state == "present":
         if hosted and not managed_kubeconfig:
             raise FleetError("a Hosted klusterlet needs the managed cluster's kubeconfig (managed_kubeconfig)")
-        return ocm_present(member, hub, reg, check_mode, hosting=hosting, managed_kubeconfig=managed_kubeconfig)
+        if reg.accept and not hub:
+            raise FleetError("accept needs the hub's admin credentials (hub), with which clusteradm accept runs")
+        joined = ocm_present(member, hub, reg, check_mode, hosting=hosting, managed_kubeconfig=managed_kubeconfig)
+        return ocm_accept(hub, reg, joined, check_mode) if reg.accept else joined
     return ocm_absent(member, hub, reg, check_mode, hosting=hosting)

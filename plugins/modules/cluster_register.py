@@ -143,28 +143,77 @@ options:
   api_endpoint:
     description:
       - The member API server URL the hub and the agents use. Defaults to the server of the member connection.
-      - OCM puts it into the Klusterlet's C(externalServerURLs); for Karmada it is returned for the agent's
+      - OCM puts it into the Klusterlet's C(externalServerURLs); Karmada passes it to the agent of O(deploy_agent) as
         C(--cluster-api-endpoint).
     type: str
   wait:
     description:
-      - With O(state=present) (OCM), wait up to O(wait_timeout) seconds until the klusterlet operator has applied the
-        Klusterlet and its agents run (the Klusterlet's conditions C(Applied=True) and C(Available=True)), as
-        C(clusteradm join --wait) does. A timeout fails saying what was last seen of the Klusterlet (also as
-        C(last_seen)), with the objects written in C(changes); running the task again goes on waiting.
-      - Not waited for in check mode. Karmada refuses it - the karmada-agent is deployed after the registration.
+      - With O(state=present), wait up to O(wait_timeout) seconds in all. A timeout fails saying what was last seen
+        (also as C(last_seen)), with the objects written in C(changes); running the task again goes on waiting.
+      - OCM - until the klusterlet operator has applied the Klusterlet and its agents run (the Klusterlet's conditions
+        C(Applied=True) and C(Available=True)), as C(clusteradm join --wait) does; with O(accept) also until the hub
+        reports the cluster available.
+      - Karmada - until the karmada-agent Deployment of O(deploy_agent) is available and, with O(hub), until the hub
+        reports the cluster C(Ready). Needs O(deploy_agent) or O(hub).
+      - Not waited for in check mode.
     type: bool
     default: false
+  accept:
+    description:
+      - OCM only, needs O(hub). After the join, accept the cluster on the hub as C(clusteradm accept) does (and
+        M(multicluster.fleet.csr_accept)) - approve its klusterlet's CSR once it is checked, and set the ManagedCluster's
+        C(hubAcceptsClient). With O(wait), the CSR is waited for, and then the hub's report of the cluster as
+        C(ManagedClusterConditionAvailable=True).
+      - In check mode the acceptance is previewed only for a cluster whose klusterlet has registered with the hub; a
+        warning says so otherwise.
+    type: bool
+    default: false
+  deploy_agent:
+    description:
+      - Karmada only. After the registration, deploy the karmada-agent on the member as C(karmadactl register) does -
+        namespace C(karmada-system), ServiceAccount C(karmada-agent-sa), ClusterRole and ClusterRoleBinding
+        C(karmada-agent) and Deployment C(karmada-agent) (image O(agent_image), O(agent_replicas) replicas, reading
+        Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint) (O(api_endpoint)),
+        C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and C(--proxy-server-address)). The agent then
+        creates the Cluster on the hub with C(syncMode=Pull).
+      - Every object is sent as a server-side dry run before the first is written; check mode does only that.
+      - O(state=absent) removes these objects whether or not this is set.
+    type: bool
+    default: false
+  agent_image:
+    description:
+      - Karmada only, with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the hub's Karmada version.
+    type: str
+    default: docker.io/karmada/karmada-agent:v1.14.0
+  agent_replicas:
+    description:
+      - Karmada only, with O(deploy_agent). Replicas of the karmada-agent Deployment (C(--karmada-agent-replicas)).
+    type: int
+    default: 1
+  provider:
+    description:
+      - Karmada only, with O(deploy_agent). The member's cloud provider (the agent's C(--cluster-provider)).
+    type: str
+  region:
+    description:
+      - Karmada only, with O(deploy_agent). The member's region (the agent's C(--cluster-region)).
+    type: str
+  zones:
+    description:
+      - Karmada only, with O(deploy_agent). The member's zones (the agent's C(--cluster-zones)); names without spaces
+        or commas.
+    type: list
+    elements: str
   wait_timeout:
     description:
       - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster),
-        and for the Klusterlet with O(wait).
+        and with O(wait) for the Klusterlet (OCM) or for the karmada-agent and the hub's report of the cluster (Karmada).
     type: int
     default: 60
   wait_sleep:
     description:
       - Seconds between two checks while the module waits for the agent certificate (O(csr_wait_timeout)), for another
-        run's registration of the member, for deletions and for the Klusterlet (O(wait_timeout)); at least V(1). As C(wait_sleep) of
+        run's registration of the member, for deletions and for what O(wait) waits for (O(wait_timeout)); at least V(1). As C(wait_sleep) of
         M(kubernetes.core.k8s).
     type: int
     default: 5
@@ -230,8 +279,8 @@ options:
       - Karmada only. The address of the proxy through which the Karmada control plane reaches the member's API server
         (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address), from which karmada-agent
         sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
-      - Validated and returned as RV(proxy_server_address) for the agent's Deployment (role
-        C(multicluster.fleet.agent_install) passes it on). For Push members see O(multicluster.fleet.cluster_join#module:proxy_url).
+      - Validated, passed to the agent of O(deploy_agent) and returned as RV(proxy_server_address). For Push members see
+        O(multicluster.fleet.cluster_join#module:proxy_url).
     type: str
 extends_documentation_fragment:
   - multicluster.fleet.auth.member_connection
@@ -299,6 +348,21 @@ EXAMPLES = r"""
       kubeconfig: /etc/fleet/hub.kubeconfig
   register: registration
 
+- name: Register member4 in Pull mode and deploy its karmada-agent, waiting until the hub reports it Ready
+  multicluster.fleet.cluster_register:
+    engine: karmada
+    cluster_name: member4
+    kubeconfig: /etc/fleet/member4.kubeconfig
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ join.token }}"
+    ca_cert_hashes: "{{ join.ca_cert_hashes }}"
+    deploy_agent: true
+    region: eu-west-1
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+    wait: true
+    wait_timeout: 300
+
 - name: Approve the agent CSR on the hub
   multicluster.fleet.csr_accept:
     engine: karmada
@@ -329,6 +393,20 @@ EXAMPLES = r"""
     hub_apiserver: https://hub.example.com:6443
     token: "{{ ocm_join.token }}"
     ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
+
+- name: Join member7 to an OCM hub and accept it there, waiting until the hub reports it available
+  multicluster.fleet.cluster_register:
+    engine: ocm
+    cluster_name: member7
+    kubeconfig: /etc/fleet/member7.kubeconfig
+    hub_apiserver: https://hub.example.com:6443
+    token: "{{ ocm_join.token }}"
+    ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
+    accept: true
+    hub:
+      kubeconfig: /etc/fleet/hub.kubeconfig
+    wait: true
+    wait_timeout: 300
 
 - name: Join member5 through the hub's gRPC server
   multicluster.fleet.cluster_register:
@@ -411,6 +489,14 @@ csr_name:
   returned: when O(state=present)
   type: str
   sample: member2-x7k2p
+accepted:
+  description:
+    - With O(accept), the acceptance of the cluster on the hub, as an entry of the C(clusters) that
+      M(multicluster.fleet.csr_accept) returns - C(name), C(accepted), C(approved) (the CSRs approved), C(rejected),
+      C(denied). Null in check mode before the cluster's klusterlet has registered.
+  returned: when O(state=present), O(engine=ocm) and O(accept)
+  type: dict
+  sample: {name: member7, accepted: true, approved: [member7-x7k2p], rejected: [], denied: []}
 waited_for:
   description:
     - The registration of this member by another run that was under way when this run needed a certificate, and that
@@ -478,13 +564,14 @@ agent_namespace:
   sample: open-cluster-management-agent
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, ocm, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, karmada, ocm, register
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
 OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
            "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
-           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait")
+           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait", "deploy_agent", "agent_image",
+           "agent_replicas", "provider", "region", "zones", "accept")
 
 
 def run(module):
@@ -519,6 +606,13 @@ def main():
         renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
         wait=dict(type="bool", default=False),
+        accept=dict(type="bool", default=False),
+        deploy_agent=dict(type="bool", default=False),
+        agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
+        agent_replicas=dict(type="int", default=1),
+        provider=dict(type="str"),
+        region=dict(type="str"),
+        zones=dict(type="list", elements="str"),
         wait_timeout=dict(type="int", default=60),
         wait_sleep=dict(type="int", default=5),
         force=dict(type="bool", default=False),

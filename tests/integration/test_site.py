@@ -108,10 +108,10 @@ class TestKarmada:
         assert changes(starting_state, snapshot(lab)) == {}
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
         done, recap = check_play(lab, "site.yml", inventory, hub_init_csr_auto_approval=False)
-        # It would create the hub's namespace, RBAC and join token, join member1 and deploy member2's agent ...
+        # It would create the hub's namespace, RBAC and join token, join member1 and register member2 ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
-        # ... but cannot preview member2's registration before the hub has a join token, and says so.
-        assert re.search(r"ok: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
+        # ... but cannot preview member2's registration before the hub has a join token, and says so (as a change).
+        assert re.search(r"changed: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
         assert changes(starting_state, snapshot(lab)) == {}
 
     def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):
@@ -173,13 +173,13 @@ class TestKarmada:
         done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False, agent_install_wait_timeout=15,
                            agent_install_wait_step=5, agent_install_karmada_image="unreachable.invalid/karmada/karmada-agent")
         assert done.returncode != 0 and recap["member2"]["failed"] == 1 and recap["member1"]["failed"] == 0
-        assert len(re.findall(r"^FAILED - RETRYING: \[member2\]: (multicluster.fleet.agent_install : )?Deploy the karmada-agent of member2 "
-                              r"\(\d+ retries left\)",
+        assert len(re.findall(r"^FAILED - RETRYING: \[member2\]: (multicluster.fleet.agent_install : )?Register with the hub and deploy "
+                              r"the karmada-agent of member2 \(\d+ retries left\)",
                               done.stdout, re.MULTILINE)) == 3, done.stdout[-4000:]
         reason = "timed out after 5s waiting for Deployment/karmada-system/karmada-agent on cluster 'member2'"
         assert row(done.stdout, "member2")["RESULT"].startswith("failed: " + reason[:52]), summary(done.stdout)
         assert failures(done.stdout)["member2"].startswith(
-            "member2: Deploy the karmada-agent of member2 (3 attempts): " + reason), done.stdout[-3000:]
+            "member2: Register with the hub and deploy the karmada-agent of member2 (3 attempts): " + reason), done.stdout[-3000:]
         restored, _recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
         assert restored.returncode == 0, restored.stdout[-4000:]
         assert row(restored.stdout, "member2")["RESULT"] == "registered"
@@ -215,10 +215,11 @@ class TestOcm:
         assert all(r["changed"] > 0 for r in recap.values()), recap
         # ... but cannot preview the joins before the hub has a join token, and says so ...
         for member in ("member1", "member2"):
-            assert re.search(r"ok: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \
+            assert re.search(r"changed: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \
                 done.stdout[-4000:]
-            # ... nor accept them, whose klusterlets have not registered: it says so instead of failing to find their CSRs.
-            assert '"msg": "check mode: the acceptance of %s is not previewed' % member in done.stdout, done.stdout[-4000:]
+            # ... nor their acceptance, whose klusterlets have not registered: it says so instead of failing to find their CSRs.
+            assert re.search(r"check mode: the registration of %s [^\"]*no join token yet \(a real run creates it first\); nor is "
+                             r"its acceptance by the hub\"" % member, done.stdout), done.stdout[-4000:]
         assert changes(starting_state, snapshot(lab)) == {}
 
     def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):

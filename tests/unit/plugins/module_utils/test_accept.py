@@ -53,7 +53,7 @@ class Hub:
 
     def __init__(self, fake):
         self.fake = fake
-        self.name = fake.name
+        self.name, self.role = fake.name, fake.role
         self.label = fake.label
         self.conflicts = 0
 

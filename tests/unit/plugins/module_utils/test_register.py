@@ -6,6 +6,7 @@ signs the agent CSRs the way the hub's kube-apiserver-client signer does.
 
 import base64
 import contextlib
+import copy
 import datetime
 import json
 
@@ -17,8 +18,10 @@ from cryptography.x509.oid import NameOID
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
+from test_accept import Hub, managed_cluster, ocm_csr
 from fake_ca import FakeCA
 
 UTC = datetime.timezone.utc
@@ -228,6 +231,70 @@ def test_karmada_fresh_registration(ca, pin, cluster_fakes):
     assert result["certificate_expiration"] == pki.describe(pki.load_certificates(parts["client_cert_pem"])[0])["not_after"]
     assert [d["before_header"] for d in result["diff"]][-1] == "member Secret/karmada-system/karmada-kubeconfig"
     assert_no_secrets(result, TOKEN, parts["client_key_pem"].splitlines()[1])
+
+
+def test_karmada_agent_objects_are_karmadactls():
+    manifests = karmada.agent_objects("m2", "https://m2:6443", "mirror/karmada-agent:v1.14.0", 2, "aws", "eu-west-1",
+                                      ["a", "b"], "socks5://gw:1080")
+    assert ["%s/%s" % (m["kind"], m["metadata"]["name"]) for m in manifests] == [
+        "Namespace/karmada-system", "ServiceAccount/karmada-agent-sa", "ClusterRole/karmada-agent",
+        "ClusterRoleBinding/karmada-agent", "Deployment/karmada-agent"]
+    deployment = manifests[-1]
+    assert deployment["spec"]["replicas"] == 2 and deployment["metadata"]["namespace"] == "karmada-system"
+    pod = deployment["spec"]["template"]["spec"]
+    container, = pod["containers"]
+    assert container["image"] == "mirror/karmada-agent:v1.14.0" and pod["serviceAccountName"] == "karmada-agent-sa"
+    assert pod["volumes"] == [{"name": "kubeconfig", "secret": {"secretName": "karmada-kubeconfig"}}]
+    for argument in ("--cluster-name=m2", "--cluster-api-endpoint=https://m2:6443", "--cluster-provider=aws",
+                     "--cluster-region=eu-west-1", "--cluster-zones=a,b", "--proxy-server-address=socks5://gw:1080",
+                     "--karmada-kubeconfig=/etc/kubeconfig/karmada-kubeconfig"):
+        assert argument in container["command"]
+    assert all(m["metadata"]["labels"] == {"karmada.io/system": "true"} for m in manifests[:4])
+
+
+class DryRunMember(FakeCluster):
+    """A member that answers server-side dry runs (what objects.apply sends first) like an API server."""
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        if method == "PATCH" and (query or {}).get("dryRun") == "All":
+            current = self.objects.get(path)
+            if current is None:
+                raise NotFound("not found", 404)
+            return dict(copy.deepcopy(current), **{k: v for k, v in body.items() if k != "metadata"})
+        return super().request(method, path, body, query, content_type, timeout)
+
+
+def test_karmada_deploys_the_agent_after_the_registration(ca, pin):
+    member, hub, bootstrap_hub = DryRunMember("member"), FakeCluster("hub"), BootstrapHub(ca)
+    registered = register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin], deploy_agent=True), FakeDiscovery(ca))
+    result = register.karmada_agent(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, region="r1"), registered)
+    assert result["changed"] is True
+    assert result["changes"][-4:] == ["member ServiceAccount/karmada-system/karmada-agent-sa: created",
+                                      "member ClusterRole/karmada-agent: created",
+                                      "member ClusterRoleBinding/karmada-agent: created",
+                                      "member Deployment/karmada-system/karmada-agent: created"]
+    deployment = member.objects[resources.DEPLOYMENT.path("karmada-system", "karmada-agent")]
+    assert "--cluster-api-endpoint=https://fake" in deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert "--cluster-region=r1" in deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+
+
+def test_karmada_wait_needs_the_agent_or_the_hub(ca):
+    member = FakeCluster("member")
+    with pytest.raises(FleetError, match="set deploy_agent or hub"):
+        register.run(member, None, reg(wait=True))
+    assert member.objects == {}
+
+
+def test_karmada_agent_wait_timeout_names_what_the_run_wrote(ca, pin):
+    member, hub = DryRunMember("member"), FakeCluster("hub")
+    registered = register_karmada(member, hub, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    with pytest.raises(WaitTimeout) as exc_info:
+        register.karmada_agent(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, wait=True, wait_timeout=0), registered)
+    details = exc_info.value.details
+    assert "Deployment/karmada-system/karmada-agent" in exc_info.value.msg and details["last_seen"]
+    assert details["changed"] is True
+    assert "member Secret/karmada-system/karmada-kubeconfig: created" in details["changes"]
+    assert "member Deployment/karmada-system/karmada-agent: created" in details["changes"]
 
 
 def test_karmada_rerun_keeps_a_good_certificate_without_the_token(ca, pin, cluster_fakes):
@@ -592,7 +659,11 @@ def test_run_matches_hosting_with_the_klusterlet_mode(ca):
 
 @pytest.mark.parametrize("kwargs, fragment", [
     (dict(engine="karmada", klusterlet_mode="Hosted"), "klusterlet_mode and registration_driver are OCM settings"),
-    (dict(engine="karmada", wait=True), "wait is an OCM setting"),
+    (dict(engine="ocm", deploy_agent=True), "deploy_agent, provider, region and zones are Karmada settings"),
+    (dict(engine="ocm", zones=["z1"]), "deploy_agent, provider, region and zones are Karmada settings"),
+    (dict(engine="karmada", zones=["z 1"]), "invalid zone"),
+    (dict(engine="karmada", agent_replicas=-1), "agent_replicas must be at least 0"),
+    (dict(engine="karmada", accept=True), "accept is an OCM setting"),
     (dict(engine="ocm", klusterlet_mode="Remote"), "klusterlet_mode must be one of Default, Singleton, Hosted"),
     (dict(engine="ocm", registration_driver="awsirsa"), "registration_driver must be one of csr, grpc"),
     (dict(engine="ocm", klusterlet_mode="Hosted", cluster_name="c" * 53), "may have at most 52 characters"),
@@ -666,3 +737,47 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
     assert pki.read_kubeconfig(register.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
     with pytest.raises(FleetError, match="set managed_kubeconfig"):
         register.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
+
+
+# --- OCM acceptance with the join (accept) ----------------------------------------------------------------------
+
+
+def joined_result():
+    return {"changed": True, "changes": ["member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: created"],
+            "diff": [], "warnings": [], "engine": "ocm", "cluster_name": "east"}
+
+
+def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
+    hub = Hub(fake_cluster)
+    managed_cluster(hub)
+    hub.add(CSR, ocm_csr("east-abcde"))
+    result = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), joined_result())
+    assert result["accepted"]["accepted"] is True and result["accepted"]["approved"] == ["east-abcde"]
+    assert result["changes"][1:] == ["hub CertificateSigningRequest/east-abcde: approved",
+                                     "hub ManagedCluster/east: accepted (hubAcceptsClient)"]
+    assert [d["before_header"] for d in result["diff"]] == ["hub CertificateSigningRequest/east-abcde", "hub ManagedCluster/east"]
+    assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True
+    again = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), dict(joined_result(), changed=False, changes=[]))
+    assert again["changed"] is False and again["accepted"]["accepted"] is True
+
+
+def test_ocm_accept_in_check_mode_before_the_klusterlet_registered_says_so(fake_cluster):
+    hub = Hub(fake_cluster)
+    result = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), joined_result(), check_mode=True)
+    assert result["accepted"] is None and hub.writes() == []
+    assert "the acceptance of east is not previewed: not registered with the hub yet" in result["warnings"][0]
+
+
+def test_ocm_accept_wait_timeout_is_retriable_and_names_what_was_written(fake_cluster):
+    hub = Hub(fake_cluster)
+    with pytest.raises(WaitTimeout) as exc_info:
+        register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True, wait=True, wait_timeout=0), joined_result())
+    details = exc_info.value.details
+    assert details["last_seen"] == "the klusterlet of east has not requested its certificate yet"
+    assert details["changed"] is True and details["changes"] == joined_result()["changes"]
+    assert "waiting" not in details and "timed out after 0s waiting for the agent CSRs of east" in exc_info.value.msg
+
+
+def test_ocm_accept_needs_the_hub():
+    with pytest.raises(FleetError, match="accept needs the hub's admin credentials"):
+        register.run(FakeCluster("member"), None, reg("ocm", accept=True))
