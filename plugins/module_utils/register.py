@@ -853,19 +853,18 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
     return done
 
 
-def karmada_agent(member, hub, reg, registered, check_mode=False, clock=time.monotonic):
+def karmada_agent(member, hub, reg, registered, check_mode=False):
     """After ``karmada_present`` (its result ``registered``): the karmada-agent and the waits, as karmadactl register.
 
     With ``deploy_agent`` the agent's objects (:func:`karmada.agent_objects`) are applied on the member; with
     ``wait`` its Deployment must become available and, with ``hub``, the hub must report the cluster Ready,
-    within ``wait_timeout`` seconds in all (neither is waited for in check mode). Returns ``registered`` with
+    each within ``wait_timeout`` seconds (neither is waited for in check mode). Returns ``registered`` with
     the agent's objects added; a failure names what was written before it, the registration included.
     """
     waits = reg.wait and not check_mode
     if not (reg.deploy_agent or waits and hub):
         return registered
     report = Report()
-    deadline = clock() + reg.wait_timeout
     try:
         if reg.deploy_agent:
             manifests = karmada.agent_objects(reg.cluster_name, registered["api_endpoint"], reg.agent_image, reg.agent_replicas,
@@ -874,8 +873,7 @@ def karmada_agent(member, hub, reg, registered, check_mode=False, clock=time.mon
                                          interval=reg.wait_sleep):
                 report.add(member, outcome)
         if waits and hub:
-            fleet.wait_for_clusters(hub, "karmada", reg.cluster_name, timeout=max(int(deadline - clock()), 0),
-                                    interval=reg.wait_sleep)
+            fleet.wait_for_clusters(hub, "karmada", reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     except FleetError as exc:
         error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
         raise error(exc.msg, **_merge_written(registered, report, exc.details))
@@ -1019,11 +1017,11 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     return report.result(**result)
 
 
-def ocm_accept(hub, reg, registered, check_mode=False, clock=time.monotonic):
+def ocm_accept(hub, reg, registered, check_mode=False):
     """After ``ocm_present`` (its result ``registered``): accept the cluster on ``hub`` as ``clusteradm accept`` does.
 
     Approves its klusterlet's CSR and sets ``hubAcceptsClient`` (:func:`accept.accept`); with ``wait``, first
-    waits for the CSR, then until the hub reports the cluster Available, within ``wait_timeout`` seconds in all.
+    waits for the CSR, then until the hub reports the cluster Available, each within ``wait_timeout`` seconds.
     A check-mode run previews the acceptance only of a cluster whose klusterlet has registered. Returns
     ``registered`` with ``accepted`` (the acceptance of the cluster, as csr_accept's ``clusters`` entry).
     """
@@ -1034,7 +1032,6 @@ def ocm_accept(hub, reg, registered, check_mode=False, clock=time.monotonic):
                                       "(its klusterlet registers once a real run has joined it)" % name)
         return registered
     waits = reg.wait and not check_mode
-    deadline = clock() + reg.wait_timeout
     report = Report()
     try:
         try:
@@ -1048,7 +1045,7 @@ def ocm_accept(hub, reg, registered, check_mode=False, clock=time.monotonic):
             verb = "approved" if ref.startswith(CSR.kind) else "accepted (hubAcceptsClient)"
             report.add(hub, _Accepted(ref, verb, diff))
         if waits:
-            fleet.wait_for_clusters(hub, "ocm", name, timeout=max(int(deadline - clock()), 0), interval=reg.wait_sleep)
+            fleet.wait_for_clusters(hub, "ocm", name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     except FleetError as exc:
         error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
         raise error(exc.msg, **_merge_written(registered, report, exc.details))

@@ -148,11 +148,12 @@ options:
     type: str
   wait:
     description:
-      - With O(state=present), wait up to O(wait_timeout) seconds in all. A timeout fails saying what was last seen
-        (also as C(last_seen)), with the objects written in C(changes); running the task again goes on waiting.
+      - With O(state=present), wait for each of the steps below up to O(wait_timeout) seconds. A timeout fails saying
+        what was last seen (also as C(last_seen)), with the objects written in C(changes); running the task again goes
+        on waiting.
       - OCM - until the klusterlet operator has applied the Klusterlet and its agents run (the Klusterlet's conditions
-        C(Applied=True) and C(Available=True)), as C(clusteradm join --wait) does; with O(accept) also until the hub
-        reports the cluster available.
+        C(Applied=True) and C(Available=True)), as C(clusteradm join --wait) does; with O(accept) also for the
+        klusterlet's CSR, then until the hub reports the cluster available.
       - Karmada - until the karmada-agent Deployment of O(deploy_agent) is available and, with O(hub), until the hub
         reports the cluster C(Ready). Needs O(deploy_agent) or O(hub).
       - Not waited for in check mode.
