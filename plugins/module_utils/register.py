@@ -241,20 +241,24 @@ class Report:
                     diff=diffs, warnings=self.warnings, **extra)
 
 
-def _merge_written(registered, report, details=None):
-    """``registered`` (a result) with the outcomes of ``report`` added; with ``details`` (of a failure), those to raise."""
+def _merge_written(registered, report):
+    """``registered`` (a module result) with the outcomes of ``report``, written after it, added."""
     done = report.result()
-    merged = dict(changed=registered["changed"] or done["changed"], changes=registered["changes"] + done["changes"],
-                  diff=registered["diff"] + done["diff"], warnings=registered["warnings"] + done["warnings"])
-    if details is None:
-        registered.update(merged)
-        return registered
-    details = dict(details)
+    registered.update(changed=registered["changed"] or done["changed"], changes=registered["changes"] + done["changes"],
+                      diff=registered["diff"] + done["diff"], warnings=registered["warnings"] + done["warnings"])
+    return registered
+
+
+def _failed_after(exc, registered, report):
+    """``exc`` raised after ``registered`` and ``report`` were written: the same error, naming everything written."""
+    details = dict(exc.details)
     applied, written = details.pop("changed", False), details.pop("objects", [])
     for key in ("clusters", "diff", "waiting"):
         details.pop(key, None)
-    return dict(details, changed=bool(merged["changed"] or applied),
-                changes=merged["changes"] + ["member %s" % summary for summary in written])
+    done = report.result()
+    error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
+    return error(exc.msg, changed=bool(registered["changed"] or done["changed"] or applied),
+                 changes=registered["changes"] + done["changes"] + ["member %s" % summary for summary in written], **details)
 
 
 class _Accepted:
@@ -875,8 +879,7 @@ def karmada_agent(member, hub, reg, registered, check_mode=False):
         if waits and hub:
             fleet.wait_for_clusters(hub, "karmada", reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     except FleetError as exc:
-        error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
-        raise error(exc.msg, **_merge_written(registered, report, exc.details))
+        raise _failed_after(exc, registered, report)
     return _merge_written(registered, report)
 
 
@@ -1047,8 +1050,7 @@ def ocm_accept(hub, reg, registered, check_mode=False):
         if waits:
             fleet.wait_for_clusters(hub, "ocm", name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     except FleetError as exc:
-        error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
-        raise error(exc.msg, **_merge_written(registered, report, exc.details))
+        raise _failed_after(exc, registered, report)
     return _merge_written(registered, report)
 
 
