@@ -6,8 +6,9 @@ simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
 
 - the wall time, and its ratio to the 1-member run;
 - the controller CPU seconds (user + system of ansible-playbook and every process it waited for: its
-  workers and the module processes), in total and per member. Unlike the wall time this does not
-  depend on how busy the machine is;
+  workers and the module processes), in total and per member, and the part of the ansible-playbook
+  process itself (strategy, variables, callbacks). Unlike the wall time this does not depend on how
+  busy the machine is;
 - the module processes started per member: tasks that ran a module (not skipped, not one of the
   controller-side actions such as assert, set_fact, include_role or argument validation), retries
   included, counted by the callback in tests/benchmarks/callback_plugins/task_log.py;
@@ -51,6 +52,8 @@ CONTROLLER_ACTIONS = frozenset(
 LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-member run
   CPU s      user + system CPU of ansible-playbook and every process it waited for (workers, modules)
   CPU s/mbr  CPU s divided by the members; +CPU/mbr: CPU s added per member beyond the smallest size
+  proc s     the part of CPU s spent in the ansible-playbook process itself; the rest is its workers (one
+             process forked per task and host) and the module processes they start
   modules/mbr, tasks/mbr, skip/mbr: per member, the module processes started (retries included), the tasks
              run (controller-side ones included) and the tasks skipped
   sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
@@ -74,7 +77,7 @@ def simulations(lab_dir, members):
     """The lab simulations of the hub and ``members`` (a view of the lab limited to them), not started."""
     view = Lab.load(lab_dir)
     view.clusters = dict((name, info) for name, info in view.clusters.items() if name == view.hub or name in members)
-    return [sim for sim in simulate.simulations(view) if not getattr(sim, "hosted", False)]
+    return simulate.simulations(view, hosted=False)
 
 
 def run_playbook(playbook, inventory, forks, task_log):
@@ -88,8 +91,10 @@ def run_playbook(playbook, inventory, forks, task_log):
 
 
 def read_task_log(path):
+    """The task events of the log and the CPU seconds of the ansible-playbook process (its last line)."""
     with open(path) as handle:
-        return [json.loads(line) for line in handle]
+        events = [json.loads(line) for line in handle]
+    return events[:-1], events[-1]["process_cpu"]
 
 
 def runs_module(event):
@@ -147,9 +152,10 @@ def measure(lab, engine, size, tmp):
     finally:
         for sim in sims:
             sim.stop()
-    events = read_task_log(task_log)
+    events, process_cpu = read_task_log(task_log)
     modules, tasks, skipped = per_member(events, members)
-    return {"seconds": seconds, "cpu": cpu, "members": members, "events": events, "modules": modules, "tasks": tasks,
+    return {"seconds": seconds, "cpu": cpu, "process_cpu": process_cpu, "members": members, "events": events,
+            "modules": modules, "tasks": tasks,
             "skipped": skipped, "hub_modules": len([e for e in events if e["host"] not in members and runs_module(e)]),
             "sims_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
 
@@ -173,18 +179,18 @@ def main():
               % (lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
         print(LEGEND)
         for engine in engines:
-            print("\n  %-7s %7s %7s %7s %7s %9s %9s %11s %9s %9s %8s" % (
-                engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "modules/mbr", "tasks/mbr",
-                "skip/mbr", "sims CPU"))
+            print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %9s %9s %8s" % (
+                engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "proc s", "modules/mbr",
+                "tasks/mbr", "skip/mbr", "sims CPU"))
             first = None
             for size in sizes:
                 figures = measure(lab, engine, size, tmp)
                 first = first or dict(figures, size=size)
                 ratio = "%7.2f" % (figures["seconds"] / first["seconds"]) if first["size"] == 1 else "%7s" % "-"
                 added = "%9.2f" % ((figures["cpu"] - first["cpu"]) / (size - first["size"])) if size > first["size"] else "%9s" % "-"
-                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %11.1f %9.1f %9.1f %8.1f" % (
-                    "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["modules"],
-                    figures["tasks"], figures["skipped"], figures["sims_cpu"]), flush=True)
+                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.1f %9.1f %9.1f %8.1f" % (
+                    "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["process_cpu"],
+                    figures["modules"], figures["tasks"], figures["skipped"], figures["sims_cpu"]), flush=True)
                 last = figures
             print("  hub: %d module processes in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
             if args.tasks:

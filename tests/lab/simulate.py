@@ -56,14 +56,18 @@ from sim_base import run_until_signalled
 HERE = os.path.abspath(__file__)
 
 
-def simulations(lab, interval=0.5):
-    """Every simulation for ``lab``, not started."""
+def simulations(lab, interval=0.5, hosted=True):
+    """Every simulation for ``lab``, not started; without the Hosted-mode klusterlets unless ``hosted``.
+
+    Each simulation makes its working directory when built and removes it in ``stop()``, so build only those to start.
+    """
     hub = ApiClient.for_cluster(lab.clusters[lab.hub])
     members = [name for name in lab.clusters if name != lab.hub]
     agents = []
     for member in members:
         agents += [sim_karmada_agent.SimulatedKarmadaAgent(lab, member), sim_klusterlet.SimulatedKlusterlet(lab, member)]
-        agents += [sim_klusterlet.SimulatedKlusterlet(lab, member, hosting=hosting) for hosting in lab.clusters if hosting != member]
+        if hosted:
+            agents += [sim_klusterlet.SimulatedKlusterlet(lab, member, hosting=hosting) for hosting in lab.clusters if hosting != member]
     agents.append(sim_klusterlet.SimulatedKlusterlet(lab, lab.hub))
     served = dict((member, lab.clusters[member]) for member in members)
     return sim_operators.simulations_for(lab, interval) + agents + [

@@ -7,7 +7,8 @@ Enabled by tests/benchmarks/fleet.py (ANSIBLE_CALLBACK_PLUGINS pointing here, AN
 to count, per host, the tasks that ran and the module processes they started. Each line holds ``host``,
 ``task`` (its name), ``action`` (fully qualified when Ansible resolved it), ``path`` (file:line), ``event``
 (ok, changed, failed, skipped, unreachable, retry, item, include) and ``seconds`` since the task started
-on that host.
+on that host. The last line, event ``playbook``, holds ``process_cpu``: the user + system CPU seconds of the
+ansible-playbook process itself (its strategy, variables and callbacks; not its workers or module processes).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +17,7 @@ __metaclass__ = type
 
 import json
 import os
+import resource
 import time
 
 from ansible.plugins.callback import CallbackBase
@@ -69,6 +71,8 @@ class CallbackModule(CallbackBase):
 
     def v2_playbook_on_stats(self, stats):
         if self._path:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            self._lines.append({"event": "playbook", "process_cpu": round(usage.ru_utime + usage.ru_stime, 3)})
             with open(self._path, "w") as handle:
                 for line in self._lines:
                     handle.write(json.dumps(line) + "\n")
