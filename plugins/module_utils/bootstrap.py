@@ -21,11 +21,9 @@ import datetime
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 import ssl
-import tempfile
 import urllib.error
 import urllib.request
 from http.client import HTTPException
@@ -388,14 +386,12 @@ def _urllib_fetch(url, ssl_context, timeout):
 
 @contextlib.contextmanager
 def temporary_pem_file(pem):
-    """The path of a private temporary file holding the PEM text ``pem``, removed afterwards."""
-    handle, path = tempfile.mkstemp(prefix="fleet-hub-ca-", suffix=".crt")
+    """The path of a :func:`client.private_file` holding the PEM text ``pem``, released afterwards."""
+    path, release = client.private_file(pem.encode("ascii"))
     try:
-        with os.fdopen(handle, "w") as pem_file:
-            pem_file.write(pem)
         yield path
     finally:
-        os.unlink(path)
+        release()
 
 
 def proxied_fetch(proxy, proxy_ca_pem=None):

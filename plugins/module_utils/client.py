@@ -261,27 +261,59 @@ def _from_plugin_user(selection):
     return config
 
 
+def private_file(content):
+    """``(path, release)``: a file holding ``content`` (bytes) that only this process reads, for the TLS settings
+    (CA, client certificate, client key), and the function that releases it.
+
+    Where the system has anonymous memory files (Linux), it is one, as ``/proc/self/fd/N``: nothing reaches the
+    disk, and it goes with the process however that ends - a module killed mid-run leaves no key behind. Elsewhere
+    it is a temporary file of mode 0600, which ``release`` removes.
+    """
+    memory = _memory_file(content)
+    if memory is not None:
+        return "/proc/self/fd/%d" % memory, lambda: _quietly(os.close, memory)
+    handle, path = tempfile.mkstemp(prefix="multicluster-fleet-", suffix=".pem")
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(content)
+    return path, lambda: _quietly(os.remove, path)
+
+
+def _memory_file(content):
+    """The descriptor of an anonymous memory file holding ``content``, or None where there is none."""
+    if not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        descriptor = os.memfd_create("multicluster-fleet", os.MFD_CLOEXEC)
+    except OSError:  # refused, e.g. by a seccomp profile
+        return None
+    view = memoryview(content)
+    while view:
+        view = view[os.write(descriptor, view):]
+    return descriptor
+
+
+def _quietly(release, what):
+    """``release(what)``, a file already gone being no error."""
+    try:
+        release(what)
+    except OSError:
+        pass
+
+
 def _data_file(content):
-    """The path of a private temporary file holding ``content`` (bytes), removed when the process ends."""
+    """The path of a :func:`private_file` holding ``content`` (bytes), one per content, released when the process ends."""
     if content is None:
         return None
-    path = _DATA_FILES.get(content)
-    if path is None:
+    if content not in _DATA_FILES:
         if not _DATA_FILES:
-            atexit.register(_remove_data_files)
-        handle, path = tempfile.mkstemp(prefix="multicluster-fleet-", suffix=".pem")
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        _DATA_FILES[content] = path
-    return path
+            atexit.register(_release_data_files)
+        _DATA_FILES[content] = private_file(content)
+    return _DATA_FILES[content][0]
 
 
-def _remove_data_files():
-    for path in _DATA_FILES.values():
-        try:
-            os.remove(path)
-        except OSError:
-            pass
+def _release_data_files():
+    for _path, release in _DATA_FILES.values():
+        release()
     _DATA_FILES.clear()
 
 

@@ -1,6 +1,7 @@
 import base64
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -264,7 +265,7 @@ class TestKubeconfigCredentials:
         config = client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
         for attribute, content in (("ssl_ca_cert", "CA PEM"), ("cert_file", "CERT"), ("key_file", "KEY")):
             path = getattr(config, attribute)
-            assert open(path).read() == content and os.stat(path).st_mode & 0o077 == 0
+            assert open(path).read() == content and path.startswith("/proc/self/fd/")
         assert (config.proxy, config.tls_server_name) == ("http://proxy:3128", "api.internal")
         assert config.get_api_key_with_prefix("BearerToken", alias="authorization") is None
         cluster = client.Cluster("hub", config)
@@ -301,6 +302,44 @@ class TestKubeconfigCredentials:
         data = kubeconfig()
         data["clusters"][0]["cluster"].pop("server")
         assert client.build_configuration({"kubeconfig": data, "host": "https://x:1"}, "cluster 'hub'").host == "https://x:1"
+
+
+@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no anonymous memory files on this system")
+class TestPrivateFiles:
+    """A kubeconfig's inline CA, certificate and key reach the TLS settings as files that only this process reads."""
+
+    def test_a_memory_file_where_the_system_has_them(self):
+        path, release = client.private_file(b"KEY")
+        assert path.startswith("/proc/self/fd/") and open(path, "rb").read() == b"KEY"
+        assert os.readlink(path).startswith("/memfd:multicluster-fleet")
+        release()
+        assert not os.path.exists(path) or not os.readlink(path).startswith("/memfd:multicluster-fleet")
+        release()  # twice: no error
+
+    def test_elsewhere_a_temporary_file_only_its_owner_reads(self, monkeypatch, tmp_path):
+        monkeypatch.setattr(client, "_memory_file", lambda content: None)
+        monkeypatch.setattr(client.tempfile, "tempdir", str(tmp_path))
+        path, release = client.private_file(b"KEY")
+        assert os.path.dirname(path) == str(tmp_path) and open(path, "rb").read() == b"KEY"
+        assert os.stat(path).st_mode & 0o077 == 0
+        release()
+        assert list(tmp_path.iterdir()) == []
+
+    @pytest.mark.parametrize("memory", [True, False], ids=["memory-file", "temporary-file"])
+    def test_what_a_killed_module_leaves_on_disk(self, tmp_path, memory):
+        """A module killed mid-run (a cancelled job, a task timeout) runs no clean-up: only a memory file leaves no
+        copy of the key behind."""
+        script = "\n".join([
+            "import os, signal, sys",
+            "sys.path[:0] = %r" % sys.path,
+            "from ansible_collections.multicluster.fleet.plugins.module_utils import client",
+            "" if memory else "client._memory_file = lambda content: None",
+            "assert open(client._data_file(b'KEY'), 'rb').read() == b'KEY'",
+            "os.kill(os.getpid(), signal.SIGKILL)"])
+        result = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, TMPDIR=str(tmp_path)),
+                                capture_output=True, text=True, check=False)
+        assert result.returncode == -signal.SIGKILL, result.stderr
+        assert [path.read_bytes() for path in tmp_path.iterdir()] == ([] if memory else [b"KEY"])
 
 
 class TestPluginUsers:
