@@ -142,9 +142,16 @@ class Simulation:
         self.interval = interval
         self.status = "starting"
         self.error = None
-        self.workdir = tempfile.mkdtemp(prefix=f"fleet-{self.name}-")
+        self._workdir = None
         self._stop = threading.Event()
         self._thread = None
+
+    @property
+    def workdir(self):
+        """A private directory for the files of the agent's connections, made on first use and removed by ``stop()``."""
+        if self._workdir is None:
+            self._workdir = tempfile.mkdtemp(prefix=f"fleet-{self.name}-")
+        return self._workdir
 
     def sync(self):
         raise NotImplementedError
@@ -158,7 +165,8 @@ class Simulation:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self):
         return self.start()

@@ -57,10 +57,7 @@ HERE = os.path.abspath(__file__)
 
 
 def simulations(lab, interval=0.5, hosted=True):
-    """Every simulation for ``lab``, not started; without the Hosted-mode klusterlets unless ``hosted``.
-
-    Each simulation makes its working directory when built and removes it in ``stop()``, so build only those to start.
-    """
+    """Every simulation for ``lab``, not started; without the Hosted-mode klusterlets unless ``hosted``."""
     hub = ApiClient.for_cluster(lab.clusters[lab.hub])
     members = [name for name in lab.clusters if name != lab.hub]
     agents = []
