@@ -255,10 +255,10 @@ def _failed_after(exc, registered, report):
     applied, written = details.pop("changed", False), details.pop("objects", [])
     for key in ("clusters", "diff", "waiting"):
         details.pop(key, None)
-    done = report.result()
+    merged = _merge_written(registered, report)
     error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
-    return error(exc.msg, changed=bool(registered["changed"] or done["changed"] or applied),
-                 changes=registered["changes"] + done["changes"] + ["member %s" % summary for summary in written], **details)
+    return error(exc.msg, changed=bool(merged["changed"] or applied),
+                 changes=merged["changes"] + ["member %s" % summary for summary in written], **details)
 
 
 class _Accepted:
