@@ -2,7 +2,8 @@
 
 ``run_module`` executes a module file as Ansible's module runner does (arguments in a JSON file,
 check and diff mode as internal arguments), in a fresh Python process, and returns its JSON result.
-``run_playbook`` runs ``ansible-playbook`` and returns the process result.
+``run_playbook`` runs ``ansible-playbook`` and returns the process result; ``start_playbook`` runs one of the
+collection's playbooks in the background, ``finish_playbook`` waits for it.
 """
 
 import json
@@ -62,6 +63,29 @@ def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, 
                            ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
                            **(env or {}))
         return subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+
+
+def start_playbook(playbook, inventory, output, **extra_vars):
+    """``playbooks/<playbook>`` run by ansible-playbook in the background, its output unbuffered into the file
+    ``output``; :func:`finish_playbook` waits for it."""
+    environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
+                       ANSIBLE_LOCALHOST_WARNING="false")
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
+               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
+    handle = open(output, "w")  # closed by finish_playbook()
+    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, text=True, env=environment), handle
+
+
+def finish_playbook(process, timeout=900):
+    """Wait for a run :func:`start_playbook` started; return (rc, output, recap)."""
+    proc, handle = process
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        handle.close()
+    with open(handle.name) as stream:
+        output = stream.read()
+    return proc.returncode, output, recap_of(output)
 
 
 def recap_of(stdout):

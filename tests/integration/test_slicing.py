@@ -9,16 +9,13 @@ The hub host (``hub-cluster``) sorts first, so slice 1 holds it with member2 and
 and member3; members reach the hub through the group variable ``fleet_hub``.
 """
 
-import json
-import os
 import re
-import subprocess
 import sys
 
 import pytest
 import yaml
 
-from runner import COLLECTIONS, ROOT, recap_of, summary
+from runner import finish_playbook, start_playbook, summary
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import simulate
@@ -81,30 +78,8 @@ def write_slice(directory, lab, engine, number, count=2):
     return str(path)
 
 
-def start(playbook, inventory, output, **extra_vars):
-    """ansible-playbook in the background, its output unbuffered into ``output``."""
-    environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
-                       ANSIBLE_LOCALHOST_WARNING="false")
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-               os.path.join(ROOT, "playbooks", playbook), "-e", json.dumps(extra_vars)]
-    handle = open(output, "w")  # closed by finish()
-    return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, text=True, env=environment), handle
-
-
-def finish(process, timeout=900):
-    """Wait for a started run; return (rc, output, recap)."""
-    proc, handle = process
-    try:
-        proc.wait(timeout=timeout)
-    finally:
-        handle.close()
-    with open(handle.name) as stream:
-        output = stream.read()
-    return proc.returncode, output, recap_of(output)
-
-
 def run(playbook, inventory, output, **extra_vars):
-    return finish(start(playbook, inventory, output, **extra_vars))
+    return finish_playbook(start_playbook(playbook, inventory, output, **extra_vars))
 
 
 def registered(lab, engine):
@@ -131,11 +106,11 @@ def test_slices_converge_in_either_order(fleet, engine, tmp_path):
     assert registered(fleet, engine) == []
 
     # Slice 2 first: its members wait for the join token until slice 1's hub play has made it.
-    waiting = start("site.yml", second, tmp_path / "second.log")
+    waiting = start_playbook("site.yml", second, tmp_path / "second.log")
     fleet_lab.wait_for(lambda: "FAILED - RETRYING: [member1]: Read the join token" in (tmp_path / "second.log").read_text(),
                        300, "slice 2 waiting for the hub")
     rc1, output1, recap1 = run("site.yml", first, tmp_path / "first.log")
-    rc2, output2, recap2 = finish(waiting)
+    rc2, output2, recap2 = finish_playbook(waiting)
     assert rc1 == 0, output1[-4000:]
     assert rc2 == 0, output2[-4000:]
     assert set(recap1) == {"hub-cluster", "member2", "member4"} and set(recap2) == {"member1", "member3"}

@@ -130,7 +130,8 @@ class AgentClient(lab.ApiClient):
 
 
 class Simulation:
-    """A polling loop in a thread: ``sync()`` every ``interval`` seconds until ``stop()``.
+    """A polling loop in a thread: ``sync()`` every ``interval`` seconds until ``stop()``; ``pause()`` holds it
+    (a controller or agent that is down) until ``resume()``.
 
     ``status`` says what the simulation last did or waits for; ``error`` is the last failure of a
     ``sync`` (None after a good one), as a real agent would log it before retrying.
@@ -144,6 +145,8 @@ class Simulation:
         self.error = None
         self._workdir = None
         self._stop = threading.Event()
+        self._paused = False
+        self._syncing = threading.Lock()  # held for each sync, so pause() returns only once none runs
         self._thread = None
 
     @property
@@ -168,6 +171,15 @@ class Simulation:
         if self._workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
+    def pause(self):
+        """Stop syncing (a sync under way completes first), as a controller that is down."""
+        with self._syncing:
+            self._paused = True
+            self.status = "paused"
+
+    def resume(self):
+        self._paused = False
+
     def __enter__(self):
         return self.start()
 
@@ -176,11 +188,13 @@ class Simulation:
 
     def _loop(self):
         while not self._stop.is_set():
-            try:
-                self.sync()
-                self.error = None
-            except (OSError, http.client.HTTPException, lab.LabError) as e:
-                self.error = str(e)
+            with self._syncing:
+                if not self._paused:
+                    try:
+                        self.sync()
+                        self.error = None
+                    except (OSError, http.client.HTTPException, lab.LabError) as e:
+                        self.error = str(e)
             self._stop.wait(self.interval)
 
     def wait_for(self, check, timeout, what):
