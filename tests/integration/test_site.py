@@ -14,7 +14,11 @@ import pytest
 import yaml
 
 from labstate import admin_token, changes, snapshot
-from runner import ROOT, failures, recap_of, run_playbook, summary
+from runner import ROOT, failures, finish_playbook, recap_of, run_playbook, start_playbook, summary
+
+import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
+import sim_karmada
+import sim_klusterlet
 
 
 def hub_csrs(lab):
@@ -101,6 +105,15 @@ def row(stdout, name):
     return summary(stdout)[name]
 
 
+def task_result(stdout, task, host):
+    """How a task ended for a host (ok, changed, skipping, fatal), from the lines under its banners."""
+    for section in re.findall(r"^TASK \[%s\] \**\n((?:(?!TASK \[).*\n)*)" % re.escape(task), stdout, re.MULTILINE):
+        found = re.search(r"^(ok|changed|skipping|fatal): \[%s\]" % re.escape(host), section, re.MULTILINE)
+        if found:
+            return found.group(1)
+    return None
+
+
 class TestKarmada:
     # Without Karmada's CSR auto-approval (the molecule scenario covers it), so that site.yml approves the pull
     # member's CSR with csr_accept while the member waits for its certificate.
@@ -115,12 +128,25 @@ class TestKarmada:
         assert changes(starting_state, snapshot(lab)) == {}
 
     def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):
-        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig."""
-        inventory = token_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
-        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
-        assert done.returncode == 0, done.stdout[-4000:]
-        assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values())
-        rows = summary(done.stdout)
+        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig.
+
+        Karmada's cluster status controller is down until member1's wait for Ready has timed out and is being
+        retried: the join is still reported as the change it was."""
+        directory = tmp_path_factory.mktemp("karmada")
+        inventory = token_inventory(lab, directory, "karmada")
+        controller = next(s for s in simulations if isinstance(s, sim_karmada.ClusterStatusSimulation))
+        controller.pause()
+        running = start_playbook("site.yml", inventory, directory / "site.log", hub_init_csr_auto_approval=False, fleet_wait_step=2)
+        try:
+            fleet_lab.wait_for(lambda: "FAILED - RETRYING: [member1]: Wait until the hub reports the member ready"
+                               in (directory / "site.log").read_text(), 120, "member1's wait for Ready retried")
+        finally:
+            controller.resume()
+            returncode, stdout, recap = finish_playbook(running)
+        assert returncode == 0, stdout[-4000:]
+        assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values()), recap
+        assert task_result(stdout, "Join the member in Push mode", "member1") == "changed", stdout[-4000:]
+        rows = summary(stdout)
         assert (rows["member1"]["VERSION"], rows["member1"]["MODE"], rows["member1"]["READY"], rows["member1"]["RESULT"]) == (
             "v1.20.2", "Push", "True", "registered")
         assert (rows["member2"]["MODE"], rows["member2"]["READY"], rows["member2"]["RESULT"]) == ("Pull", "True", "registered")
@@ -168,20 +194,26 @@ class TestKarmada:
         assert "- **broken**: Join the member in Push mode: cluster 'broken': %s\n" % missing in text
 
     def test_an_agent_that_never_comes_up_is_retried_visibly_and_named(self, lab, simulations, tmp_path_factory):
-        """member2's agent image cannot be pulled: the wait prints a retry line per step, the summary says why."""
+        """member2's agent image cannot be pulled: the agent's update is reported, the wait prints a retry line per
+        step, the summary says why."""
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
         done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False, agent_install_wait_timeout=15,
                            agent_install_wait_step=5, agent_install_karmada_image="unreachable.invalid/karmada/karmada-agent")
         assert done.returncode != 0 and recap["member2"]["failed"] == 1 and recap["member1"]["failed"] == 0
-        assert len(re.findall(r"^FAILED - RETRYING: \[member2\]: (multicluster.fleet.agent_install : )?Register with the hub and deploy "
-                              r"the karmada-agent of member2 \(\d+ retries left\)",
-                              done.stdout, re.MULTILINE)) == 3, done.stdout[-4000:]
+        assert recap["member2"]["changed"] >= 1 and recap["member1"]["changed"] == 0, recap
+        assert task_result(done.stdout, "multicluster.fleet.agent_install : Register with the hub and deploy the karmada-agent "
+                           "of member2", "member2") == "changed", done.stdout[-4000:]
+        # One wait in the registration, then three retried: 15 s in steps of 5 s, as many as before the split.
+        assert len(re.findall(r"^FAILED - RETRYING: \[member2\]: (multicluster.fleet.agent_install : )?Wait until the karmada-agent "
+                              r"runs and the hub reports ready member2 \(\d+ retries left\)",
+                              done.stdout, re.MULTILINE)) == 2, done.stdout[-4000:]
         reason = "timed out after 5s waiting for Deployment/karmada-system/karmada-agent on cluster 'member2'"
         assert row(done.stdout, "member2")["RESULT"].startswith("failed: " + reason[:52]), summary(done.stdout)
         assert failures(done.stdout)["member2"].startswith(
-            "member2: Register with the hub and deploy the karmada-agent of member2 (3 attempts): " + reason), done.stdout[-3000:]
-        restored, _recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+            "member2: Wait until the karmada-agent runs and the hub reports ready member2 (2 attempts): " + reason), done.stdout[-3000:]
+        restored, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
         assert restored.returncode == 0, restored.stdout[-4000:]
+        assert recap["member2"]["changed"] >= 1, recap
         assert row(restored.stdout, "member2")["RESULT"] == "registered"
 
     def test_check_mode_detach_previews_and_removes_nothing(self, lab, simulations, tmp_path_factory):
@@ -223,11 +255,28 @@ class TestOcm:
         assert changes(starting_state, snapshot(lab)) == {}
 
     def test_site_registers_a_fleet_given_by_host_and_token_only(self, lab, simulations, starting_state, tmp_path_factory):
-        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig."""
-        inventory = token_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
-        done, _recap = play("site.yml", inventory)
-        assert done.returncode == 0, done.stdout[-4000:]
-        rows = summary(done.stdout)
+        """Hub and members given by host, api_key and ca_cert (ServiceAccount tokens), no kubeconfig.
+
+        member1's klusterlet is down until the wait of its join has timed out and is being retried: the join is
+        still reported as the change it was."""
+        directory = tmp_path_factory.mktemp("ocm")
+        inventory = token_inventory(lab, directory, "ocm")
+        klusterlet = next(s for s in simulations if isinstance(s, sim_klusterlet.SimulatedKlusterlet)
+                          and s.info["name"] == "member1" and not s.hosted)
+        klusterlet.pause()
+        running = start_playbook("site.yml", inventory, directory / "site.log", fleet_wait_step=2)
+        try:
+            fleet_lab.wait_for(lambda: re.search(r"^FAILED - RETRYING: \[member1\]: .*Wait until the join completes, for member1",
+                                                 (directory / "site.log").read_text(), re.MULTILINE), 120,
+                               "member1's wait for its join retried")
+        finally:
+            klusterlet.resume()
+            returncode, stdout, recap = finish_playbook(running)
+        assert returncode == 0, stdout[-4000:]
+        assert all(r["changed"] > 0 for r in recap.values()), recap
+        assert task_result(stdout, "multicluster.fleet.agent_install : Join the hub, be accepted there (agent_install_ocm_accept) "
+                           "and wait until ready, for member1", "member1") == "changed", stdout[-4000:]
+        rows = summary(stdout)
         for member in ("member1", "member2"):
             assert [rows[member][c] for c in ("HUB ACCEPTED", "JOINED", "AVAILABLE", "RESULT")] == [
                 "True", "True", "True", "registered"], rows
