@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import select
+import shutil
 import socket
 import ssl
 import tempfile
@@ -239,7 +240,8 @@ def _from_plugin_user(selection):
     """The configuration of a user whose credentials an ``exec`` or ``auth-provider`` plugin produces.
 
     The kubernetes library's loader runs the plugin (and refreshes expiring tokens); it is imported
-    only here.
+    only here. The TLS files it writes are moved at once into :func:`private_file` files, so that a module killed
+    mid-run leaves no client key behind here either.
     """
     try:
         from kubernetes.client import Configuration as KubernetesConfiguration
@@ -253,11 +255,25 @@ def _from_plugin_user(selection):
             "contexts": [{"name": "context", "context": dict(selection.context, cluster="cluster", user="user")}],
             "current-context": "context"}
     config = KubernetesConfiguration()
+    written = tempfile.mkdtemp(prefix="multicluster-fleet-")  # where the library writes the TLS files, for moments
     try:
-        KubeConfigLoader(config_dict=data, active_context="context",
-                         config_base_path=selection.directory).load_and_set(config)
+        loader = KubeConfigLoader(config_dict=data, active_context="context", config_base_path=selection.directory,
+                                  temp_file_path=written)
+        loader.load_and_set(config)
+        # The files it wrote (the inline CA, a plugin's client certificate and key) become private files: in the
+        # configuration, and in the loader, whose token refresh copies its files into the configuration again.
+        for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
+            path = getattr(config, attribute, None)
+            if path and os.path.dirname(path) == written:
+                with open(path, "rb") as handle:
+                    private = _data_file(handle.read())
+                setattr(config, attribute, private)
+                if attribute in vars(loader):
+                    setattr(loader, attribute, private)
     except (ConfigException, ValueError, TypeError, KeyError) as exc:
         raise selection.fail(exc)
+    finally:
+        shutil.rmtree(written, ignore_errors=True)
     return config
 
 

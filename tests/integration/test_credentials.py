@@ -12,6 +12,7 @@ kubeconfig context) and as a named member: each message names that cluster and i
 import base64
 import os
 import stat
+import sys
 import tempfile
 
 import pytest
@@ -364,6 +365,27 @@ def bad_servers(lab, tmp_path_factory):
         "member unreachable": ({"host": offline, "ca_cert": member["ca_cert"]}, ["cluster 'edge7' (%s) is unreachable" % offline]),
         "member forbidden": (dict(auth(lab, MEMBER), impersonate_user="nobody"), ["cluster 'edge7' (%s)" % member["server"], "403"]),
     }
+
+
+def test_a_user_whose_exec_plugin_returns_a_client_certificate(lab, tmp_path):
+    """The hub's user as an exec plugin that returns the lab's client certificate and key (as Teleport's tsh does):
+    cluster_info reads the hub over TLS with them, and writes nothing to the temporary directory."""
+    with open(lab.clusters[lab.hub]["kubeconfig"]) as handle:
+        config = yaml.safe_load(handle)
+    user = config["users"][0]["user"]
+    status = {"clientCertificateData": base64.b64decode(user["client-certificate-data"]).decode(),
+              "clientKeyData": base64.b64decode(user["client-key-data"]).decode()}
+    plugin = tmp_path / "credential.py"
+    plugin.write_text("import json\nprint(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+                      "'kind': 'ExecCredential', 'status': %r}))\n" % status)
+    config["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
+                                           "args": [str(plugin)], "interactiveMode": "Never"}}
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    result = ok(run_module("cluster_info", {"kubeconfig": config, "context": lab.hub, "engine": "karmada"},
+                           env={"TMPDIR": str(scratch)}))
+    assert isinstance(result["clusters"], list)
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.parametrize("module, case", failure_rows())

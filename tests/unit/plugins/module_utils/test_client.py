@@ -346,10 +346,10 @@ class TestPluginUsers:
     """exec and auth-provider users go through the kubernetes library's loader, imported only for them."""
 
     @staticmethod
-    def exec_kubeconfig(tmp_path, token="exec-token"):
+    def exec_kubeconfig(tmp_path, token="exec-token", status=None):
         script = tmp_path / "get-token.py"
         script.write_text("import json\nprint(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1beta1', "
-                          "'kind': 'ExecCredential', 'status': {'token': %r}}))\n" % token)
+                          "'kind': 'ExecCredential', 'status': %r}))\n" % (status or {"token": token}))
         data = kubeconfig()
         data["users"][0]["user"] = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1",
                                              "command": sys.executable, "args": [str(script)]}}
@@ -359,6 +359,21 @@ class TestPluginUsers:
         config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path)}, "cluster 'hub'")
         assert config.host == "https://127.0.0.1:6443" and config.verify_ssl is False
         assert dict(client.Cluster("hub", config)._headers(None))["Authorization"] == "Bearer exec-token"
+
+    @pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="no anonymous memory files on this system")
+    def test_the_files_the_library_writes_are_moved_into_memory(self, tmp_path, monkeypatch):
+        """A plugin's client certificate and key, and the cluster's inline CA: the kubernetes library writes them to
+        files, which are moved into memory files at once - a module killed mid-run leaves none of them behind."""
+        data = self.exec_kubeconfig(tmp_path, status={"clientCertificateData": "CERT", "clientKeyData": "KEY"})
+        data["clusters"][0]["cluster"] = {"server": "https://127.0.0.1:6443", "certificate-authority-data": base64.b64encode(b"CA").decode()}
+        scratch = tmp_path / "tmp"
+        scratch.mkdir()
+        monkeypatch.setattr(client.tempfile, "tempdir", str(scratch))
+        config = client.build_configuration({"kubeconfig": data}, "cluster 'hub'")
+        files = [getattr(config, attribute) for attribute in ("ssl_ca_cert", "cert_file", "key_file")]
+        assert [open(path, "rb").read() for path in files] == [b"CA", b"CERT", b"KEY"]
+        assert all(path.startswith("/proc/self/fd/") for path in files), files
+        assert list(scratch.iterdir()) == []
 
     def test_api_key_overrides_the_plugin(self, tmp_path):
         config = client.build_configuration({"kubeconfig": self.exec_kubeconfig(tmp_path), "api_key": "mine"}, "cluster 'hub'")
