@@ -2,8 +2,8 @@
 
 ``run_module`` executes a module file as Ansible's module runner does (arguments in a JSON file,
 check and diff mode as internal arguments), in a fresh Python process, and returns its JSON result.
-``run_playbook`` runs ``ansible-playbook`` and returns the process result; ``start_playbook`` runs one of the
-collection's playbooks in the background, ``finish_playbook`` waits for it.
+``run_playbook`` runs ``ansible-playbook`` and returns the process result; ``start_playbook`` runs a playbook
+in the background, ``finish_playbook`` waits for it.
 """
 
 import json
@@ -66,8 +66,8 @@ def run_playbook(plays, inventory=None, extra_vars=None, env=None, check=False, 
 
 
 def start_playbook(playbook, inventory, output, **extra_vars):
-    """``playbooks/<playbook>`` run by ansible-playbook in the background, its output unbuffered into the file
-    ``output``; :func:`finish_playbook` waits for it."""
+    """``playbooks/<playbook>`` (or the playbook at the path ``playbook``) run by ansible-playbook in the background,
+    its output unbuffered into the file ``output``; :func:`finish_playbook` waits for it."""
     environment = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1",
                        ANSIBLE_LOCALHOST_WARNING="false")
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
@@ -86,6 +86,15 @@ def finish_playbook(process, timeout=900):
     with open(handle.name) as stream:
         output = stream.read()
     return proc.returncode, output, recap_of(output)
+
+
+def task_result(stdout, task, host):
+    """How a task ended for a host (ok, changed, skipping, fatal), from the lines under its banners."""
+    for section in re.findall(r"^TASK \[%s\] \**\n((?:(?!TASK \[).*\n)*)" % re.escape(task), stdout, re.MULTILINE):
+        found = re.search(r"^(ok|changed|skipping|fatal): \[%s\]" % re.escape(host), section, re.MULTILINE)
+        if found:
+            return found.group(1)
+    return None
 
 
 def recap_of(stdout):

@@ -8,10 +8,14 @@ import base64
 import re
 
 import pytest
+import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET, MANAGED_CLUSTER
-from runner import run_playbook
+from lab import wait_for
+from runner import finish_playbook, run_playbook, start_playbook, task_result
+
+import sim_operators
 
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", re.MULTILINE)
 HUB_OPTIONS = {
@@ -92,11 +96,24 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
 
 
 class TestOcmHubAndSingletonKlusterlet:
-    def test_hub_init_configures_the_cluster_manager(self, lab, clusters):
+    def test_hub_init_configures_the_cluster_manager(self, lab, clusters, simulations, tmp_path):
+        """The cluster-manager operator is down until the wait for the ClusterManager has timed out and is being
+        retried: the wait shows as retry lines, and the ClusterManager stays reported as the change it was."""
         show_grpc = {"ansible.builtin.debug": {"msg": "JOIN GRPC: {{ hub_init_join.grpc_server }} "
                                                       "{{ hub_init_join.grpc_ca_pem | b64encode }}"}}
-        done = run_playbook([hub_play(role("hub_init"), show_grpc)], inventory=lab.inventory)
-        assert done.returncode == 0, done.stdout[-3000:]
+        playbook, output = tmp_path / "hub.yml", tmp_path / "hub.log"
+        playbook.write_text(yaml.safe_dump([hub_play(role("hub_init", hub_init_wait_step=2), show_grpc)]))
+        operator = next(s for s in simulations if isinstance(s, sim_operators.ClusterManagerOperatorSimulation))
+        operator.pause()
+        running = start_playbook(str(playbook), lab.inventory, output)
+        try:
+            wait_for(lambda: re.search(r"^FAILED - RETRYING: \[hub-cluster\]: .*Wait until the ClusterManager is applied",
+                                       output.read_text(), re.MULTILINE), 120, "the hub's wait for the ClusterManager retried")
+        finally:
+            operator.resume()
+            returncode, stdout, _recap = finish_playbook(running)
+        assert returncode == 0, stdout[-3000:]
+        assert task_result(stdout, "multicluster.fleet.hub_init : Configure the ClusterManager", "hub-cluster") == "changed"
         hub, _member = clusters
         spec = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")["spec"]
         identities = HUB_OPTIONS["hub_init_ocm_auto_approve_identities"]
@@ -122,7 +139,7 @@ class TestOcmHubAndSingletonKlusterlet:
         ca_bundle = resources.get(hub, resources.CONFIG_MAP, "ca-bundle-configmap", "open-cluster-management-hub")
         ca_pem = ca_bundle["data"]["ca-bundle.crt"]
         assert "BEGIN CERTIFICATE" in ca_pem
-        assert "JOIN GRPC: grpc.hub.example %s" % base64.b64encode(ca_pem.encode()).decode() in done.stdout
+        assert "JOIN GRPC: grpc.hub.example %s" % base64.b64encode(ca_pem.encode()).decode() in stdout
 
     def test_second_run_changes_nothing_and_agent_install_deploys_a_singleton_klusterlet(self, lab, clusters):
         member_play = {"name": "member", "hosts": "member1", "gather_facts": False,

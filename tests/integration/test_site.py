@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from labstate import admin_token, changes, snapshot
-from runner import ROOT, failures, finish_playbook, recap_of, run_playbook, start_playbook, summary
+from runner import ROOT, failures, finish_playbook, recap_of, run_playbook, start_playbook, summary, task_result
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import sim_karmada
@@ -103,15 +103,6 @@ def starting_state(lab, simulations):
 def row(stdout, name):
     """RESULT and the kubectl columns of one member in the last summary."""
     return summary(stdout)[name]
-
-
-def task_result(stdout, task, host):
-    """How a task ended for a host (ok, changed, skipping, fatal), from the lines under its banners."""
-    for section in re.findall(r"^TASK \[%s\] \**\n((?:(?!TASK \[).*\n)*)" % re.escape(task), stdout, re.MULTILINE):
-        found = re.search(r"^(ok|changed|skipping|fatal): \[%s\]" % re.escape(host), section, re.MULTILINE)
-        if found:
-            return found.group(1)
-    return None
 
 
 class TestKarmada:
