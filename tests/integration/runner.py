@@ -3,7 +3,7 @@
 ``run_module`` executes a module file as Ansible's module runner does (arguments in a JSON file,
 check and diff mode as internal arguments), in a fresh Python process, and returns its JSON result.
 ``run_playbook`` runs ``ansible-playbook`` and returns the process result; ``start_playbook`` runs a playbook
-in the background, ``finish_playbook`` waits for it.
+in the background, ``finish_playbook`` waits for it, ``run_while_paused`` runs one while a lab simulation is down.
 """
 
 import json
@@ -86,6 +86,22 @@ def finish_playbook(process, timeout=900):
     with open(handle.name) as stream:
         output = stream.read()
     return proc.returncode, output, recap_of(output)
+
+
+def run_while_paused(simulation, retry_line, playbook, inventory, output, **extra_vars):
+    """Run a playbook as :func:`start_playbook` does while ``simulation`` is paused (a controller or agent that is
+    down), resuming it once the output has a line matching the regular expression ``retry_line`` (a task retrying its
+    wait); return (rc, output, recap)."""
+    from lab import wait_for  # tests/lab, which conftest.py puts on sys.path
+
+    simulation.pause()
+    running = start_playbook(playbook, inventory, output, **extra_vars)
+    try:
+        wait_for(lambda: re.search(retry_line, open(output).read(), re.MULTILINE), 120, "a line matching %r" % retry_line)
+    finally:
+        simulation.resume()
+        result = finish_playbook(running)
+    return result
 
 
 def task_result(stdout, task, host):

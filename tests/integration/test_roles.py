@@ -12,8 +12,7 @@ import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET, MANAGED_CLUSTER
-from lab import wait_for
-from runner import finish_playbook, run_playbook, start_playbook, task_result
+from runner import run_playbook, run_while_paused, task_result
 
 import sim_operators
 
@@ -104,14 +103,9 @@ class TestOcmHubAndSingletonKlusterlet:
         playbook, output = tmp_path / "hub.yml", tmp_path / "hub.log"
         playbook.write_text(yaml.safe_dump([hub_play(role("hub_init", hub_init_wait_step=2), show_grpc)]))
         operator = next(s for s in simulations if isinstance(s, sim_operators.ClusterManagerOperatorSimulation))
-        operator.pause()
-        running = start_playbook(str(playbook), lab.inventory, output)
-        try:
-            wait_for(lambda: re.search(r"^FAILED - RETRYING: \[hub-cluster\]: .*Wait until the ClusterManager is applied",
-                                       output.read_text(), re.MULTILINE), 120, "the hub's wait for the ClusterManager retried")
-        finally:
-            operator.resume()
-            returncode, stdout, _recap = finish_playbook(running)
+        returncode, stdout, _recap = run_while_paused(
+            operator, r"^FAILED - RETRYING: \[hub-cluster\]: .*Wait until the ClusterManager is applied", str(playbook),
+            lab.inventory, output)
         assert returncode == 0, stdout[-3000:]
         assert task_result(stdout, "multicluster.fleet.hub_init : Configure the ClusterManager", "hub-cluster") == "changed"
         hub, _member = clusters

@@ -14,9 +14,8 @@ import pytest
 import yaml
 
 from labstate import admin_token, changes, snapshot
-from runner import ROOT, failures, finish_playbook, recap_of, run_playbook, start_playbook, summary, task_result
+from runner import ROOT, failures, recap_of, run_playbook, run_while_paused, summary, task_result
 
-import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import sim_karmada
 import sim_klusterlet
 
@@ -126,14 +125,9 @@ class TestKarmada:
         directory = tmp_path_factory.mktemp("karmada")
         inventory = token_inventory(lab, directory, "karmada")
         controller = next(s for s in simulations if isinstance(s, sim_karmada.ClusterStatusSimulation))
-        controller.pause()
-        running = start_playbook("site.yml", inventory, directory / "site.log", hub_init_csr_auto_approval=False, fleet_wait_step=2)
-        try:
-            fleet_lab.wait_for(lambda: "FAILED - RETRYING: [member1]: Wait until the hub reports the member ready"
-                               in (directory / "site.log").read_text(), 120, "member1's wait for Ready retried")
-        finally:
-            controller.resume()
-            returncode, stdout, recap = finish_playbook(running)
+        returncode, stdout, recap = run_while_paused(
+            controller, r"^FAILED - RETRYING: \[member1\]: Wait until the hub reports the member ready", "site.yml", inventory,
+            directory / "site.log", hub_init_csr_auto_approval=False, fleet_wait_step=2)
         assert returncode == 0, stdout[-4000:]
         assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values()), recap
         assert task_result(stdout, "Join the member in Push mode", "member1") == "changed", stdout[-4000:]
@@ -254,15 +248,9 @@ class TestOcm:
         inventory = token_inventory(lab, directory, "ocm")
         klusterlet = next(s for s in simulations if isinstance(s, sim_klusterlet.SimulatedKlusterlet)
                           and s.info["name"] == "member1" and not s.hosted)
-        klusterlet.pause()
-        running = start_playbook("site.yml", inventory, directory / "site.log", fleet_wait_step=2)
-        try:
-            fleet_lab.wait_for(lambda: re.search(r"^FAILED - RETRYING: \[member1\]: .*Wait until the join completes, for member1",
-                                                 (directory / "site.log").read_text(), re.MULTILINE), 120,
-                               "member1's wait for its join retried")
-        finally:
-            klusterlet.resume()
-            returncode, stdout, recap = finish_playbook(running)
+        returncode, stdout, recap = run_while_paused(
+            klusterlet, r"^FAILED - RETRYING: \[member1\]: .*Wait until the join completes, for member1", "site.yml", inventory,
+            directory / "site.log", fleet_wait_step=2)
         assert returncode == 0, stdout[-4000:]
         assert all(r["changed"] > 0 for r in recap.values()), recap
         assert task_result(stdout, "multicluster.fleet.agent_install : Join the hub, be accepted there (agent_install_ocm_accept) "
