@@ -12,7 +12,11 @@ simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
 - the module processes started per member: tasks that ran a module (not skipped, not one of the
   controller-side actions such as assert, set_fact, include_role or argument validation), retries
   included, counted by the callback in tests/benchmarks/callback_plugins/task_log.py;
-- the tasks per member that ran (not skipped), controller-side ones included.
+- the tasks per member that ran (not skipped), controller-side ones included;
+- where the CPU of a member's tasks goes: its module processes (with the commands the connection runs) and the
+  workers Ansible forks per task and host (templating, action plugins, the module payload), per member, as each
+  worker reports it to the same callback. The rest of the CPU is the ansible-playbook process (``proc s``) and
+  the hub's tasks.
 
 After each run, playbooks/detach.yml (not timed) takes the fleet apart again, the hub set-up
 included, so every site.yml run registers from scratch. ``--tasks`` prints the task list of one
@@ -54,6 +58,8 @@ LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-memb
   CPU s/mbr  CPU s divided by the members; +CPU/mbr: CPU s added per member beyond the smallest size
   proc s     the part of CPU s spent in the ansible-playbook process itself; the rest is its workers (one
              process forked per task and host) and the module processes they start
+  mod CPU/mbr, wrk CPU/mbr: per member, the CPU of its module processes (and the commands the connection runs)
+             and of the workers forked for its tasks (skipped ones included); the rest of CPU s is proc s and the hub
   modules/mbr, tasks/mbr, skip/mbr: per member, the module processes started (retries included), the tasks
              run (controller-side ones included) and the tasks skipped
   sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
@@ -85,16 +91,22 @@ def run_playbook(playbook, inventory, forks, task_log):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=benchlab.COLLECTIONS_ROOT, ANSIBLE_NOCOLOR="1",
                ANSIBLE_CALLBACK_PLUGINS=os.path.join(HERE, "callback_plugins"), ANSIBLE_CALLBACKS_ENABLED="task_log",
                FLEET_BENCH_TASK_LOG=task_log)
+    if os.path.exists(task_log + ".workers"):
+        os.remove(task_log + ".workers")  # the callback appends to it
     command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
                "--forks", str(forks), os.path.join(PLAYBOOKS, playbook)]
     return benchlab.timed(command, env)
 
 
 def read_task_log(path):
-    """The task events of the log and the CPU seconds of the ansible-playbook process (its last line)."""
+    """The task events of the log, the CPU seconds of the ansible-playbook process (its last line) and the workers' lines."""
     with open(path) as handle:
         events = [json.loads(line) for line in handle]
-    return events[:-1], events[-1]["process_cpu"]
+    workers = []
+    if os.path.exists(path + ".workers"):
+        with open(path + ".workers") as handle:
+            workers = [json.loads(line) for line in handle]
+    return events[:-1], events[-1]["process_cpu"], workers
 
 
 def runs_module(event):
@@ -109,15 +121,30 @@ def per_member(events, members):
             mean(lambda event: event["event"] == "skipped"))
 
 
-def print_tasks(events, host, mode):
-    print("\n  tasks of %s (%s) in the largest run: count, action, task (m: starts a module; retries counted)" % (host, mode))
+def worker_cpu(workers, hosts):
+    """The CPU seconds of the module processes and of the workers themselves, for the tasks of ``hosts``."""
+    mine = [line for line in workers if line["host"] in hosts]
+    return sum(line["module_cpu"] for line in mine), sum(line["worker_cpu"] for line in mine)
+
+
+def print_tasks(events, workers, host, mode):
+    print("\n  tasks of %s (%s) in the largest run: count, CPU s of its module processes + of its workers, action, task"
+          " (m: starts a module; retries counted)" % (host, mode))
     counts = collections.OrderedDict()
     for event in events:
         if event["host"] == host and event["event"] not in ("skipped", "item"):
-            key = (event["action"], event["task"])
+            key = (event["uuid"], event["action"], event["task"])
             counts[key] = counts.get(key, 0) + 1
-    for (action, task), count in counts.items():
-        print("    %3d %s %-44s %s" % (count, "m" if action not in CONTROLLER_ACTIONS else " ", action, task))
+    cpu = collections.defaultdict(lambda: [0.0, 0.0])
+    for line in workers:
+        if line["host"] == host:
+            cpu[line["uuid"]][0] += line["module_cpu"]
+            cpu[line["uuid"]][1] += line["worker_cpu"]
+    for (uuid, action, task), count in counts.items():
+        module, own = cpu.pop(uuid, (0.0, 0.0))
+        print("    %3d %5.2f + %4.2f %s %-44s %s" % (count, module, own, "m" if action not in CONTROLLER_ACTIONS else " ", action, task))
+    skipped = [own for module, own in cpu.values()]
+    print("    %3d %5s + %4.2f   tasks skipped" % (len(skipped), "", sum(skipped)))
 
 
 def keep(directory, name, output):
@@ -152,10 +179,11 @@ def measure(lab, engine, size, tmp):
     finally:
         for sim in sims:
             sim.stop()
-    events, process_cpu = read_task_log(task_log)
+    events, process_cpu, workers = read_task_log(task_log)
     modules, tasks, skipped = per_member(events, members)
+    module_cpu, own_cpu = worker_cpu(workers, members)
     return {"seconds": seconds, "cpu": cpu, "process_cpu": process_cpu, "members": members, "events": events,
-            "modules": modules, "tasks": tasks,
+            "workers": workers, "module_cpu": module_cpu / size, "worker_cpu": own_cpu / size, "modules": modules, "tasks": tasks,
             "skipped": skipped, "hub_modules": len([e for e in events if e["host"] not in members and runs_module(e)]),
             "sims_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
 
@@ -179,24 +207,25 @@ def main():
               % (lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
         print(LEGEND)
         for engine in engines:
-            print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %9s %9s %8s" % (
-                engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "proc s", "modules/mbr",
-                "tasks/mbr", "skip/mbr", "sims CPU"))
+            print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %11s %11s %9s %9s %8s" % (
+                engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "proc s", "mod CPU/mbr",
+                "wrk CPU/mbr", "modules/mbr", "tasks/mbr", "skip/mbr", "sims CPU"))
             first = None
             for size in sizes:
                 figures = measure(lab, engine, size, tmp)
                 first = first or dict(figures, size=size)
                 ratio = "%7.2f" % (figures["seconds"] / first["seconds"]) if first["size"] == 1 else "%7s" % "-"
                 added = "%9.2f" % ((figures["cpu"] - first["cpu"]) / (size - first["size"])) if size > first["size"] else "%9s" % "-"
-                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.1f %9.1f %9.1f %8.1f" % (
+                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.2f %11.2f %11.1f %9.1f %9.1f %8.1f" % (
                     "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["process_cpu"],
-                    figures["modules"], figures["tasks"], figures["skipped"], figures["sims_cpu"]), flush=True)
+                    figures["module_cpu"], figures["worker_cpu"], figures["modules"], figures["tasks"], figures["skipped"],
+                    figures["sims_cpu"]), flush=True)
                 last = figures
             print("  hub: %d module processes in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
             if args.tasks:
                 for host in last["members"][:2]:
                     mode = "pull" if engine == "ocm" or last["members"].index(host) % 2 else "push"
-                    print_tasks(last["events"], host, mode)
+                    print_tasks(last["events"], last["workers"], host, mode)
 
 
 if __name__ == "__main__":
