@@ -21,7 +21,8 @@ member token) updates just the objects it affects. Karmada's controller reports 
 ready during the moment its Secrets do not exist yet, and retries.
 
 An unjoin deletes the Cluster and waits until Karmada's controller has released it (with ``force``,
-after the timeout, it removes the finalizers itself), then the hub Secrets, then the member objects.
+after the timeout, it removes the finalizers itself), then the hub Secrets, then the member objects. A failure
+part-way (say, a wait that times out) still reports, as ``changed`` and ``changes``, what was deleted before it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -293,22 +294,22 @@ def release_cluster(hub, name):
     return [o for o in outcomes if o is not None]
 
 
-def _delete_cluster(hub, name, params, check_mode):
+def _delete_cluster(hub, name, params, check_mode, outcomes):
+    """Delete the Cluster and wait until Karmada released it (with ``force``, release it); ``outcomes`` get each step."""
     outcome = resources.delete(hub, CLUSTER, name, check_mode=check_mode)
-    outcomes = [outcome]
+    outcomes.append(outcome)
     if outcome.action != "deleted" or check_mode:
-        return outcomes
+        return
     timeout = params["wait_timeout"]
     try:
         resources.wait_until_gone(hub, CLUSTER, name, timeout=timeout)
     except WaitTimeout as exc:
         if not params.get("force"):
-            raise FleetError("%s. Karmada's controller removes its finalizers once it has cleaned up the member; check "
-                             "that karmada-controller-manager runs, or re-run with force=true to remove them"
-                             % exc.msg, **exc.details)
+            raise WaitTimeout("%s. Karmada's controller removes its finalizers once it has cleaned up the member; check "
+                              "that karmada-controller-manager runs, or re-run with force=true to remove them"
+                              % exc.msg, **exc.details)
         outcomes += release_cluster(hub, name)
         resources.wait_until_gone(hub, CLUSTER, name, timeout=timeout)
-    return outcomes
 
 
 def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
@@ -334,19 +335,27 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
             raise FleetError("Cluster '%s' on the hub is cluster id %s, but the member credentials reach cluster id %s; "
                              "refusing to clean up a different cluster" % (name, spec["id"], cluster_id))
 
-    hub_outcomes = _delete_cluster(hub, name, params, check_mode)
-    for secret_name in (name, karmada.impersonator_secret_name(name)):
-        hub_outcomes.append(resources.delete(hub, SECRET, secret_name, namespace, check_mode=check_mode))
-    member_outcomes = []
-    if member is None:
-        warn("no member credentials given: the member objects of '%s' (namespace %s, ServiceAccounts, ClusterRole and "
-             "ClusterRoleBinding %s) stay on the member cluster" % (name, namespace, karmada.cluster_role_name(name)))
-    else:
-        role = karmada.cluster_role_name(name)
-        for kind, object_name, object_namespace in (
-                (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
-                (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
-            member_outcomes.append(resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode,
-                                                    wait=True, timeout=params["wait_timeout"]))
-    return _result([("hub", hub_outcomes), ("member", member_outcomes)], cluster=resources.presentable(existing),
-                   cluster_id=cluster_id, diff=_diff(name, existing, None))
+    hub_outcomes, member_outcomes = [], []
+    groups = [("hub", hub_outcomes), ("member", member_outcomes)]
+    try:
+        _delete_cluster(hub, name, params, check_mode, hub_outcomes)
+        for secret_name in (name, karmada.impersonator_secret_name(name)):
+            hub_outcomes.append(resources.delete(hub, SECRET, secret_name, namespace, check_mode=check_mode))
+        if member is None:
+            warn("no member credentials given: the member objects of '%s' (namespace %s, ServiceAccounts, ClusterRole and "
+                 "ClusterRoleBinding %s) stay on the member cluster" % (name, namespace, karmada.cluster_role_name(name)))
+        else:
+            role = karmada.cluster_role_name(name)
+            for kind, object_name, object_namespace in (
+                    (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
+                    (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
+                outcome = resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode)
+                member_outcomes.append(outcome)
+                if outcome.changed and not check_mode:
+                    resources.wait_until_gone(member, kind, object_name, object_namespace, timeout=params["wait_timeout"])
+    except FleetError as exc:
+        written = ["%s %s" % (where, o.summary()) for where, outcomes in groups for o in outcomes if o.changed]
+        if not written:
+            raise
+        raise resources.failed_after(exc, written, "deleted", changes=_result(groups)["changes"])
+    return _result(groups, cluster=resources.presentable(existing), cluster_id=cluster_id, diff=_diff(name, existing, None))

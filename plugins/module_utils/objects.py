@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
-from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # Every kind k8s_objects can handle, by (apiVersion, kind).
 KINDS = dict(resources.KINDS)
@@ -187,12 +187,8 @@ def _probe(cluster, kind, manifest):
 
 def _partial(exc, outcomes, verb):
     """``exc`` as the failure of a run that may have written objects: ``changed`` and what was done, named."""
-    written = [o for o in outcomes if o.changed]
-    msg = exc.msg
-    if written:
-        msg += "; %s before the failure: %s" % (verb, ", ".join(o.summary() for o in written))
-    error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
-    return error(msg, **dict(exc.details, changed=bool(written), objects=[o.summary() for o in outcomes]))
+    return resources.failed_after(exc, [o.summary() for o in outcomes if o.changed], verb,
+                                  objects=[o.summary() for o in outcomes])
 
 
 def wait_ready(cluster, kind, manifest, timeout, conditions=(), interval=resources.WAIT_SLEEP):

@@ -227,8 +227,23 @@ class Report:
         return self.add(cluster, resources.ensure(cluster, kind, desired, check_mode))
 
     def delete(self, cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60, interval=1.0):
-        return self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode, wait=wait, timeout=timeout,
-                                                  interval=interval))
+        """Delete, recorded before the wait until it is gone: a wait that times out still reports the deletion."""
+        outcome = self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode))
+        if wait and outcome.changed and not check_mode:
+            resources.wait_until_gone(cluster, kind, name, namespace, timeout, interval)
+        return outcome
+
+    @contextlib.contextmanager
+    def failures_name_writes(self):
+        """A FleetError raised inside after a change fails with ``changed`` and ``changes`` saying what the run did."""
+        try:
+            yield
+        except FleetError as exc:
+            done = self.result()
+            written = [line for line, (_cluster, outcome) in zip(done["changes"], self.outcomes) if outcome.changed]
+            if not written:
+                raise
+            raise resources.failed_after(exc, written, "deleted", changes=done["changes"])
 
     def result(self, **extra):
         """``changes`` name the cluster of each object, as cluster_join's do: ``hub Cluster/member1: deleted``."""
@@ -908,43 +923,45 @@ def karmada_absent(member, hub, reg, check_mode=False):
     report = Report()
     name = reg.cluster_name
     namespaces = []
-    try:
-        _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
-    except ClusterError as exc:
-        _go_on_without_member(exc, reg, hub, "its agent objects (namespace %s with Secret %s, the karmada-agent Deployment "
-                              "and RBAC)" % (karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET), report)
-        member = None
-    if hub:
-        cluster = resources.get(hub, karmada.CLUSTER, name)
-        if cluster and (cluster.get("spec") or {}).get("syncMode") == "Push":
-            raise FleetError("cluster %s is registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join "
-                             "(state=absent), not cluster_register" % name)
-        es_namespace = karmada.execution_namespace(name)
-        for work in resources.list_objects(hub, karmada.WORK, es_namespace):
-            report.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
-        report.delete(hub, karmada.CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
-        for kind, desired in reversed(karmada.agent_hub_objects(name)):
-            metadata = desired["metadata"]
-            if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
-                continue  # shared by every cluster
-            report.delete(hub, kind, metadata["name"], metadata.get("namespace"), check_mode)
-        namespaces.append((hub, es_namespace))
-    else:
-        report.warnings.append("no hub credentials given: only the member side was removed; the hub still lists cluster %s "
-                               "(pass hub to remove its Cluster, Works and agent RBAC too)" % name)
-    if member:
-        for kind, obj_name, namespace in karmada.agent_member_objects():
-            report.delete(member, kind, obj_name, namespace, check_mode)
-        for kind in (SECRET, LEASE):  # what a registration that was stopped half-way left
-            if resources.get(member, kind, lock_name(name), LOCK_NAMESPACE) is not None:
-                report.delete(member, kind, lock_name(name), LOCK_NAMESPACE, check_mode)
-        namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
-        if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
-            report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
-            namespaces.append((member, karmada.AGENT_NAMESPACE))
-    if not check_mode:
-        for cluster, namespace_name in namespaces:
-            resources.wait_until_gone(cluster, NAMESPACE, namespace_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+    with report.failures_name_writes():
+        try:
+            _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
+        except ClusterError as exc:
+            _go_on_without_member(exc, reg, hub, "its agent objects (namespace %s with Secret %s, the karmada-agent Deployment "
+                                  "and RBAC)" % (karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET), report)
+            member = None
+        if hub:
+            cluster = resources.get(hub, karmada.CLUSTER, name)
+            if cluster and (cluster.get("spec") or {}).get("syncMode") == "Push":
+                raise FleetError("cluster %s is registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join "
+                                 "(state=absent), not cluster_register" % name)
+            es_namespace = karmada.execution_namespace(name)
+            for work in resources.list_objects(hub, karmada.WORK, es_namespace):
+                report.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, check_mode, wait=True,
+                              timeout=reg.wait_timeout, interval=reg.wait_sleep)
+            report.delete(hub, karmada.CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+            for kind, desired in reversed(karmada.agent_hub_objects(name)):
+                metadata = desired["metadata"]
+                if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
+                    continue  # shared by every cluster
+                report.delete(hub, kind, metadata["name"], metadata.get("namespace"), check_mode)
+            namespaces.append((hub, es_namespace))
+        else:
+            report.warnings.append("no hub credentials given: only the member side was removed; the hub still lists cluster %s "
+                                   "(pass hub to remove its Cluster, Works and agent RBAC too)" % name)
+        if member:
+            for kind, obj_name, namespace in karmada.agent_member_objects():
+                report.delete(member, kind, obj_name, namespace, check_mode)
+            for kind in (SECRET, LEASE):  # what a registration that was stopped half-way left
+                if resources.get(member, kind, lock_name(name), LOCK_NAMESPACE) is not None:
+                    report.delete(member, kind, lock_name(name), LOCK_NAMESPACE, check_mode)
+            namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
+            if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
+                report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
+                namespaces.append((member, karmada.AGENT_NAMESPACE))
+        if not check_mode:
+            for cluster, namespace_name in namespaces:
+                resources.wait_until_gone(cluster, NAMESPACE, namespace_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     return report.result(engine="karmada", cluster_name=name)
 
 
@@ -1061,26 +1078,28 @@ def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     name = reg.cluster_name
     placement = reg.placement
     runtime = hosting or member
-    try:
-        _refuse_another_klusterlet(runtime, placement, name, "unjoin")
-    except ClusterError as exc:
-        _go_on_without_member(exc, reg, hub, "Klusterlet %s and the Secrets of namespace %s"
-                              % (placement.klusterlet, placement.agent_namespace), report)
-        runtime = None
-    if runtime:
-        report.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
-        secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
-        if placement.hosted:
-            secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
-        for secret_name in secrets_of_join:
-            report.delete(runtime, SECRET, secret_name, placement.agent_namespace, check_mode)
-        if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
-            report.delete(runtime, NAMESPACE, placement.agent_namespace, check_mode=check_mode, wait=True,
+    with report.failures_name_writes():
+        try:
+            _refuse_another_klusterlet(runtime, placement, name, "unjoin")
+        except ClusterError as exc:
+            _go_on_without_member(exc, reg, hub, "Klusterlet %s and the Secrets of namespace %s"
+                                  % (placement.klusterlet, placement.agent_namespace), report)
+            runtime = None
+        if runtime:
+            report.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, check_mode=check_mode, wait=True,
                           timeout=reg.wait_timeout, interval=reg.wait_sleep)
-    if hub:
-        report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
-    else:
-        report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete it)" % name)
+            secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
+            if placement.hosted:
+                secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
+            for secret_name in secrets_of_join:
+                report.delete(runtime, SECRET, secret_name, placement.agent_namespace, check_mode)
+            if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
+                report.delete(runtime, NAMESPACE, placement.agent_namespace, check_mode=check_mode, wait=True,
+                              timeout=reg.wait_timeout, interval=reg.wait_sleep)
+        if hub:
+            report.delete(hub, ocm.MANAGED_CLUSTER, name, check_mode=check_mode, wait=True, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+        else:
+            report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete it)" % name)
     return report.result(engine="ocm", cluster_name=name, klusterlet=placement.klusterlet)
 
 

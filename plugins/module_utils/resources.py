@@ -218,7 +218,11 @@ def ensure(cluster, kind, desired, check_mode=False):
 
 def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
            propagation="Background", interval=1.0):
-    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone (checked every ``interval``)."""
+    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone (checked every ``interval``).
+
+    A module that reports what it did records the outcome first and then calls :func:`wait_until_gone`, so that a
+    wait that times out still reports the deletion (:func:`failed_after`).
+    """
     existing = get(cluster, kind, name, namespace)
     if existing is None:
         return Outcome(kind, name, namespace, "absent")
@@ -231,6 +235,16 @@ def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, ti
         if wait:
             wait_until_gone(cluster, kind, name, namespace, timeout, interval)
     return Outcome(kind, name, namespace, "deleted", existing, None)
+
+
+def failed_after(exc, written, verb, **details):
+    """``exc`` as the failure of a run that changed ``written`` (change lines) before it: the message names them
+    (``<verb> before the failure: ...``), ``changed`` says so, and ``details`` (say, every outcome) join the result."""
+    msg = exc.msg
+    if written:
+        msg += "; %s before the failure: %s" % (verb, ", ".join(written))
+    error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
+    return error(msg, **dict(exc.details, changed=bool(written), **details))
 
 
 def wait_until_gone(cluster, kind, name, namespace=None, timeout=60, interval=1.0):

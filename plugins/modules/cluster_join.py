@@ -83,7 +83,9 @@ options:
       - A condition from before this run's changes counts until Karmada's controller has looked at the member again.
       - A wait that times out fails with C(last_seen), and with C(changed) and RV(changes) saying what the run
         wrote before it waited.
-      - O(state=absent) always waits for the Cluster to be gone before it removes credentials the controller still needs.
+      - O(state=absent) always waits for the Cluster to be gone before it removes credentials the controller still needs;
+        a deletion that is not over within O(wait_timeout) fails, with C(changed) and RV(changes) saying what the run
+        deleted before it.
       - In check mode nothing is written, so nothing is waited for.
   wait_condition:
     description:

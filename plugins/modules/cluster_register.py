@@ -209,6 +209,8 @@ options:
     description:
       - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster),
         and with O(wait) for the Klusterlet (OCM) or for the karmada-agent and the hub's report of the cluster (Karmada).
+      - A deletion that is not over in time fails saying what was last seen (also as C(last_seen)), with C(changed) and
+        C(changes) saying what the run deleted before it; running the task again goes on.
     type: int
     default: 60
   wait_sleep:

@@ -336,6 +336,9 @@ class TestPushLifecycle:
                        "Cluster/cj-west to be deleted on cluster 'hub' (", "finalizers: karmada.io/cluster-controller",
                        "force=true")
         assert resources.get(hub, CLUSTER, WEST)["metadata"]["deletionTimestamp"] and stuck["rc"] == 1
+        # the Cluster is being deleted all the same: the failed run says so
+        assert stuck["changed"] is True and stuck["changes"] == ["hub Cluster/cj-west: deleted"]
+        assert stuck["msg"].endswith("; deleted before the failure: hub Cluster/cj-west: deleted")
         assert resources.get(connection(lab, "member2"), SERVICE_ACCOUNT, "karmada-cj-west", NS) is not None
 
         # As when the member is gone for good: force, and no member credentials.

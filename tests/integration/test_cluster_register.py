@@ -17,7 +17,7 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, join, karmada, ocm, pki, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from runner import run_module
 
@@ -324,9 +324,21 @@ def test_karmada_unregister(lab, hub_api, karmada_env, karmada_registered):
     checked = run_module("cluster_register", args, check_mode=True)
     assert checked["rc"] == 0 and checked["changed"] is True
     assert resources.get(hub_api, karmada.CLUSTER, K_NAME) is not None and resources.get(hub_api, karmada.WORK, "probe", es)
+    # A Work whose finalizer nobody removes: the unregister times out after deleting it, and says what it deleted.
+    held = "example.com/hold"
+    probe = resources.get(hub_api, karmada.WORK, "probe", es)
+    hub_api.request("PATCH", karmada.WORK.path(es, "probe"), content_type=resources.MERGE_PATCH,
+                    body={"metadata": {"finalizers": (probe["metadata"].get("finalizers") or []) + [held]}})
+    stuck = run_module("cluster_register", dict(args, wait_timeout=2))
+    assert stuck["rc"] == 1 and stuck["changed"] is True and stuck["changes"] == ["hub Work/%s/probe: deleted" % es]
+    assert stuck["last_seen"] == "finalizers: %s" % held, stuck["msg"]
+    assert stuck["msg"].startswith("timed out after 2s waiting for Work/%s/probe to be deleted" % es)
+    assert stuck["msg"].endswith("; deleted before the failure: hub Work/%s/probe: deleted" % es)
+    assert resources.get(hub_api, karmada.CLUSTER, K_NAME) is not None  # nothing after the Work was touched
+    join.remove_finalizers(hub_api, karmada.WORK, resources.get(hub_api, karmada.WORK, "probe", es), [held])
     result = run_module("cluster_register", args, diff=True)
     assert result["rc"] == 0, result.get("msg")
-    assert result["changes"][:2] == ["hub Work/%s/probe: deleted" % es, "hub Cluster/%s: deleted" % K_NAME]
+    assert result["changes"][0] == "hub Cluster/%s: deleted" % K_NAME  # the Work went once its finalizer did
     assert result["changes"][-1] == "member Namespace/karmada-system: deleted"
     assert resources.get(hub_api, karmada.CLUSTER, K_NAME) is None
     assert resources.get(hub_api, NAMESPACE, es) is None

@@ -395,9 +395,13 @@ class TestUnjoin:
     def test_stuck_cluster_fails_without_force(self, hub, member, fast_waits):
         join.join(hub, member, params())
         hub.objects[CLUSTER.path(name="east")]["metadata"]["finalizers"] = [karmada.CLUSTER_FINALIZER]
-        with pytest.raises(FleetError, match="finalizers: karmada.io/cluster-controller.*force=true"):
+        with pytest.raises(FleetError, match="finalizers: karmada.io/cluster-controller.*force=true") as caught:
             join.unjoin(hub, member, params())
         assert stored(member, SERVICE_ACCOUNT, "karmada-east", NS) is not None  # member left for the controller
+        # the Cluster is being deleted all the same: the failure says so
+        assert caught.value.details["changed"] is True and caught.value.details["changes"] == ["hub Cluster/east: deleted"]
+        assert caught.value.details["last_seen"] == "finalizers: " + karmada.CLUSTER_FINALIZER
+        assert caught.value.msg.endswith("; deleted before the failure: hub Cluster/east: deleted")
 
     def test_force_releases_finalizers_in_order(self, hub, member, fast_waits):
         join.join(hub, member, params())

@@ -8,6 +8,7 @@ import base64
 import contextlib
 import copy
 import datetime
+import functools
 import json
 
 import pytest
@@ -475,6 +476,45 @@ def test_karmada_absent_removes_hub_then_member_in_order(ca, pin):
     assert again["changed"] is False and all(c.endswith(": absent") for c in again["changes"])
 
 
+@pytest.fixture
+def fast_waits(monkeypatch):
+    """Waits without real sleeping: a fake clock that the sleep advances."""
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += max(seconds, 0.01)
+    monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, clock=lambda: now[0], sleep=sleep))
+
+
+def held_after_delete(cluster, kind, name, namespace=None, finalizer="example.com/cleanup"):
+    """After its DELETE the object stays, terminating, as it does while a controller has not removed its finalizer."""
+    path = kind.path(namespace, name)
+    held = copy.deepcopy(cluster.objects[path])
+    held["metadata"].update(finalizers=[finalizer], deletionTimestamp="2026-11-26T12:00:00Z")
+    answer = cluster.request
+
+    def request(method, request_path, *args, **kwargs):
+        result = answer(method, request_path, *args, **kwargs)
+        if method == "DELETE" and request_path == path:
+            cluster.objects[path] = held
+        return result
+    cluster.request = request
+
+
+def test_karmada_absent_that_times_out_says_what_it_deleted(ca, pin, fast_waits):
+    member, hub = registered(ca, pin)
+    held_after_delete(hub, karmada.CLUSTER, CLUSTER, finalizer=karmada.CLUSTER_FINALIZER)
+    with pytest.raises(WaitTimeout) as caught:
+        register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent", wait_timeout=5))
+    deleted = ["hub Work/karmada-es-member1/w1: deleted", "hub Work/karmada-es-member1/w2: deleted",
+               "hub Cluster/member1: deleted"]
+    assert caught.value.details["changed"] is True and caught.value.details["changes"] == deleted
+    assert caught.value.details["last_seen"] == "finalizers: %s" % karmada.CLUSTER_FINALIZER
+    assert caught.value.msg.startswith("timed out after 5s waiting for Cluster/member1 to be deleted on cluster 'hub'")
+    assert caught.value.msg.endswith("; deleted before the failure: " + ", ".join(deleted))
+    assert AGENT_SECRET_PATH in member.objects  # the member side goes only once the hub has let the cluster go
+
+
 def test_karmada_absent_check_mode_and_member_only(ca, pin):
     member, hub = registered(ca, pin)
     checked = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"), check_mode=True)
@@ -623,6 +663,22 @@ def test_ocm_absent(ca):
     assert hub.objects == {} and NAMESPACE.path(None, "open-cluster-management-agent") in member.objects
     alone = register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent"))
     assert alone["changed"] is False and "the hub still lists ManagedCluster member1" in alone["warnings"][0]
+
+
+def test_ocm_absent_that_times_out_says_what_it_deleted(ca, fast_waits):
+    member, hub = FakeCluster("member"), FakeCluster("hub")
+    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    joined(member, ca)
+    hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": CLUSTER}})
+    held_after_delete(hub, ocm.MANAGED_CLUSTER, CLUSTER, finalizer="cluster.open-cluster-management.io/api-resource-cleanup")
+    with pytest.raises(WaitTimeout) as caught:
+        register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent", wait_timeout=5))
+    assert caught.value.details["changed"] is True and caught.value.details["changes"] == [
+        "member Klusterlet/klusterlet: deleted",
+        "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
+        "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
+        "hub ManagedCluster/member1: deleted"]
+    assert "; deleted before the failure: member Klusterlet/klusterlet: deleted, " in caught.value.msg
 
 
 def test_ocm_absent_refuses_another_clusters_klusterlet(ca):

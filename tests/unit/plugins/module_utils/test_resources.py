@@ -129,6 +129,19 @@ class TestDelete:
         assert out.action == "deleted" and SECRET.path("ns", "s") in fake_cluster.objects
 
 
+class TestFailedAfter:
+    def test_names_what_was_written_and_keeps_the_class_and_details(self):
+        error = resources.failed_after(WaitTimeout("timed out", last_seen="still present"), ["hub Cluster/a: deleted"],
+                                       "deleted", changes=["hub Cluster/a: deleted", "hub Secret/ns/a: absent"])
+        assert isinstance(error, WaitTimeout) and error.msg == "timed out; deleted before the failure: hub Cluster/a: deleted"
+        assert error.details == {"last_seen": "still present", "changed": True,
+                                 "changes": ["hub Cluster/a: deleted", "hub Secret/ns/a: absent"]}
+
+    def test_nothing_written(self):
+        error = resources.failed_after(FleetError("forbidden", status=403), [], "applied")
+        assert not isinstance(error, WaitTimeout) and error.msg == "forbidden" and error.details == {"status": 403, "changed": False}
+
+
 class TestPresentable:
     def test_masks_secret_values_and_drops_server_metadata(self):
         obj = {"kind": "Secret", "metadata": {"name": "s", "resourceVersion": "9", "managedFields": []},
