@@ -58,6 +58,23 @@ def check_play(lab, name, inventory, diff=False, **extra_vars):
     return done, recap
 
 
+def detach_with_member1_held(lab, inventory, path, task):
+    """detach.yml for member1 with fleet_wait_timeout=3 while its cluster object on the hub (``path``) has a finalizer
+    nobody removes: the member fails in ``task`` after 3 s, rescued; the hub is left set up. Return the failure the
+    summary gives member1. (member1 alone: 3 s is short for some deletions that do finish.)"""
+    hub, hold = lab.api(lab.hub), "example.com/hold"
+    hub.patch(path, {"metadata": {"finalizers": (hub.get(path)["metadata"].get("finalizers") or []) + [hold]}})
+    try:
+        done, recap = play("detach.yml", inventory, limit="hub-cluster,member1", fleet_wait_timeout=3)
+    finally:  # the hub's controllers may have removed their own finalizers meanwhile: drop only the hold
+        hub.patch(path, {"metadata": {"finalizers": [f for f in hub.get(path)["metadata"]["finalizers"] if f != hold]}})
+    assert done.returncode != 0 and recap["member1"]["rescued"] == 1 and set(recap) == {"hub-cluster", "member1"}, recap
+    assert task_result(done.stdout, task, "member1") == "fatal", done.stdout[-4000:]
+    assert summary(done.stdout)["member1"]["RESULT"].startswith("failed: timed out after 3s")
+    assert task_result(done.stdout, "Uninstall from the hub what hub_init installed", "hub-cluster") == "skipping"
+    return failures(done.stdout)["member1"]
+
+
 def token_inventory(lab, directory, engine):
     """The lab's inventory with every cluster - hub and members - given by host, api_key and ca_cert only."""
     with open(lab.inventory) as handle:
@@ -210,6 +227,13 @@ class TestKarmada:
             assert hub.exists("/apis/cluster.karmada.io/v1alpha1/clusters/" + member)
         assert row(done.stdout, "member1")["RESULT"] == row(done.stdout, "member2")["RESULT"] == "detached"
 
+    def test_detach_waits_fleet_wait_timeout_for_each_deletion(self, lab, simulations, tmp_path_factory):
+        failure = detach_with_member1_held(lab, write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"),
+                                           "/apis/cluster.karmada.io/v1alpha1/clusters/member1",
+                                           "Unjoin the member (Push mode)")
+        assert "timed out after 3s waiting for Cluster/member1 to be deleted" in failure, failure
+        assert failure.endswith("; deleted before the failure: hub Cluster/member1: deleted"), failure
+
     def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
         directory = tmp_path_factory.mktemp("karmada")
         inventory = write_inventory(lab, directory, "karmada")
@@ -300,6 +324,13 @@ class TestOcm:
         hub = lab.api(lab.hub)
         for member in ("member1", "member2"):
             assert hub.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/" + member)["spec"]["hubAcceptsClient"] is True
+
+    def test_detach_waits_fleet_wait_timeout_for_each_deletion(self, lab, simulations, tmp_path_factory):
+        failure = detach_with_member1_held(lab, write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"),
+                                           "/apis/cluster.open-cluster-management.io/v1/managedclusters/member1",
+                                           "multicluster.fleet.agent_install : Unregister the member")
+        assert "timed out after 3s waiting for " in failure, failure
+        assert "; deleted before the failure: member Klusterlet/klusterlet: deleted" in failure, failure
 
     def test_detach_restores_the_starting_state(self, lab, simulations, starting_state, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
