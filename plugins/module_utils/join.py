@@ -349,10 +349,8 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
             for kind, object_name, object_namespace in (
                     (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
                     (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
-                outcome = resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode)
-                member_outcomes.append(outcome)
-                if outcome.changed and not check_mode:
-                    resources.wait_until_gone(member, kind, object_name, object_namespace, timeout=params["wait_timeout"])
+                resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode, wait=True,
+                                 timeout=params["wait_timeout"], record=member_outcomes.append)
     except FleetError as exc:
         written = ["%s %s" % (where, o.summary()) for where, outcomes in groups for o in outcomes if o.changed]
         if not written:

@@ -256,10 +256,8 @@ def remove(cluster, items, check_mode=False, keep_unlabeled=False, wait=False, t
                 if current is not None and not resources.contains(current["metadata"].get("labels") or {}, labels):
                     outcomes.append(resources.Outcome(kind, name, namespace, "unchanged", current, current))
                     continue
-            outcome = resources.delete(cluster, kind, name, namespace, check_mode=check_mode)
-            outcomes.append(outcome)
-            if wait and outcome.changed and not check_mode:
-                resources.wait_until_gone(cluster, kind, name, namespace, timeout, interval=interval)
+            resources.delete(cluster, kind, name, namespace, check_mode=check_mode, wait=wait, timeout=timeout,
+                             interval=interval, record=outcomes.append)
     except FleetError as exc:
         raise _partial(exc, outcomes, "deleted")
     return outcomes

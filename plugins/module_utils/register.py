@@ -228,10 +228,8 @@ class Report:
 
     def delete(self, cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60, interval=1.0):
         """Delete, recorded before the wait until it is gone: a wait that times out still reports the deletion."""
-        outcome = self.add(cluster, resources.delete(cluster, kind, name, namespace, check_mode))
-        if wait and outcome.changed and not check_mode:
-            resources.wait_until_gone(cluster, kind, name, namespace, timeout, interval)
-        return outcome
+        return resources.delete(cluster, kind, name, namespace, check_mode, wait=wait, timeout=timeout, interval=interval,
+                                record=lambda outcome: self.add(cluster, outcome))
 
     @contextlib.contextmanager
     def failures_name_writes(self):

@@ -217,24 +217,27 @@ def ensure(cluster, kind, desired, check_mode=False):
 
 
 def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
-           propagation="Background", interval=1.0):
+           propagation="Background", interval=1.0, record=None):
     """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone (checked every ``interval``).
 
-    A module that reports what it did records the outcome first and then calls :func:`wait_until_gone`, so that a
-    wait that times out still reports the deletion (:func:`failed_after`).
+    ``record`` (a callable) is given the outcome before any wait, so that a run whose wait times out still reports
+    the deletion (:func:`failed_after`).
     """
+    outcome = Outcome(kind, name, namespace, "absent")
     existing = get(cluster, kind, name, namespace)
-    if existing is None:
-        return Outcome(kind, name, namespace, "absent")
-    if not check_mode:
+    if existing is not None:
         try:
-            cluster.request("DELETE", kind.path(namespace, name),
-                            body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+            if not check_mode:
+                cluster.request("DELETE", kind.path(namespace, name),
+                                body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+            outcome = Outcome(kind, name, namespace, "deleted", existing, None)
         except NotFound:
-            return Outcome(kind, name, namespace, "absent")
-        if wait:
-            wait_until_gone(cluster, kind, name, namespace, timeout, interval)
-    return Outcome(kind, name, namespace, "deleted", existing, None)
+            pass
+    if record:
+        record(outcome)
+    if wait and outcome.changed and not check_mode:
+        wait_until_gone(cluster, kind, name, namespace, timeout, interval)
+    return outcome
 
 
 def failed_after(exc, written, verb, **details):
