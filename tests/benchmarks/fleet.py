@@ -9,9 +9,11 @@ simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
   workers and the module processes), in total and per member, and the part of the ansible-playbook
   process itself (strategy, variables, callbacks). Unlike the wall time this does not depend on how
   busy the machine is;
-- the module processes started per member: tasks that ran a module (not skipped, not one of the
+- the module runs per member: tasks that ran a module (not skipped, not one of the
   controller-side actions such as assert, set_fact, include_role or argument validation), retries
-  included, counted by the callback in tests/benchmarks/callback_plugins/task_log.py;
+  included, counted by the callback in tests/benchmarks/callback_plugins/task_log.py. Each is a process: a child
+  forked from the task's worker, where the collection's action plugin runs the module on the controller, or the
+  module process ansible-core starts;
 - the tasks per member that ran (not skipped), controller-side ones included;
 - where the CPU of a member's tasks goes: its module processes (with the commands the connection runs) and the
   workers Ansible forks per task and host (templating, action plugins, the module payload), per member, as each
@@ -57,10 +59,10 @@ LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-memb
   CPU s      user + system CPU of ansible-playbook and every process it waited for (workers, modules)
   CPU s/mbr  CPU s divided by the members; +CPU/mbr: CPU s added per member beyond the smallest size
   proc s     the part of CPU s spent in the ansible-playbook process itself; the rest is its workers (one
-             process forked per task and host) and the module processes they start
+             process forked per task and host) and the module processes they start (or fork)
   mod CPU/mbr, wrk CPU/mbr: per member, the CPU of its module processes (and the commands the connection runs)
              and of the workers forked for its tasks (skipped ones included); the rest of CPU s is proc s and the hub
-  modules/mbr, tasks/mbr, skip/mbr: per member, the module processes started (retries included), the tasks
+  modules/mbr, tasks/mbr, skip/mbr: per member, the module runs (retries included), the tasks
              run (controller-side ones included) and the tasks skipped
   sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
 
@@ -129,7 +131,7 @@ def worker_cpu(workers, hosts):
 
 def print_tasks(events, workers, host, mode):
     print("\n  tasks of %s (%s) in the largest run: count, CPU s of its module processes + of its workers, action, task"
-          " (m: starts a module; retries counted)" % (host, mode))
+          " (m: runs a module; retries counted)" % (host, mode))
     counts = collections.OrderedDict()
     for event in events:
         if event["host"] == host and event["event"] not in ("skipped", "item"):
@@ -221,7 +223,7 @@ def main():
                     figures["module_cpu"], figures["worker_cpu"], figures["modules"], figures["tasks"], figures["skipped"],
                     figures["sims_cpu"]), flush=True)
                 last = figures
-            print("  hub: %d module processes in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
+            print("  hub: %d module runs in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
             if args.tasks:
                 for host in last["members"][:2]:
                     mode = "pull" if engine == "ocm" or last["members"].index(host) % 2 else "push"
