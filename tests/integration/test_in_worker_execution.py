@@ -74,16 +74,16 @@ def both(lab, tmp_path_factory):
 
 
 def test_on_the_controller_modules_run_in_the_worker(both):
-    (_results, stdout), (_other, other_stdout) = both
+    (_results, output), (_other, other_output) = both
     ours = re.compile(r"^Using module file \S+/multicluster/fleet/plugins/modules/", re.MULTILINE)
-    assert stdout.count("in a child of the worker (no module process)") == 9  # 7 tasks, one of them a loop of 2
-    assert not ours.findall(stdout)
-    assert "in a child of the worker" not in other_stdout
-    assert len(ours.findall(other_stdout)) == 9
+    assert output.count("in a child of the worker (no module process)") == 9  # 7 tasks, one of them a loop of 2
+    assert not ours.findall(output)
+    assert "in a child of the worker" not in other_output
+    assert len(ours.findall(other_output)) == 9
 
 
 def test_results_are_those_of_module_processes(both):
-    (results, _stdout), (other, _other_stdout) = both
+    (results, _output), (other, _other_output) = both
     assert results["preview"]["changed"] and results["created"]["changed"] and results["removed"]["changed"]
     assert not results["again"]["changed"]
     assert results["preview"]["diff"]
@@ -104,7 +104,7 @@ def test_warnings_come_with_the_result(both):
 
 
 def test_the_task_environment_reaches_the_module_and_no_further(both):
-    (results, _stdout), _other = both
+    (results, _output), _other = both
     elsewhere, process = results["reads"]
     assert elsewhere["failed"] and "/nonexistent/kubeconfig" in elsewhere["msg"]
     assert not process.get("failed"), process.get("msg")
