@@ -45,8 +45,11 @@ def hub_play(*tasks, **variables):
     return {"name": "hub", "hosts": "hub", "gather_facts": False, "vars": dict(HUB_OPTIONS, **variables), "tasks": list(tasks)}
 
 
-def role(name, **variables):
-    return {"name": "role " + name, "ansible.builtin.include_role": {"name": "multicluster.fleet." + name},
+def role(name, validate=True, **variables):
+    """Include role ``name`` with ``variables``; ``validate=False`` without its argument validation, as the playbooks
+    include agent_install (then the role's own checks must refuse what the argument spec would have)."""
+    return {"name": "role " + name,
+            "ansible.builtin.include_role": {"name": "multicluster.fleet." + name, "rolespec_validate": validate},
             "vars": variables}
 
 
@@ -80,18 +83,26 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
          "agent_install_ocm_hosting is only used with agent_install_ocm_mode Hosted or SingletonHosted"),
         ("agent_install", {"agent_install_ocm_registration_driver": "grpc"},
          "the grpc registration driver needs agent_install_ocm_grpc_server and agent_install_ocm_grpc_ca_pem"),
+        ("agent_install", {"agent_install_ocm_operator_replicas": "two", "validate": False},
+         "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1, two)"),
+        ("agent_install", {"agent_install_karmada_replicas": "1.5", "validate": False},
+         "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1.5, 1)"),
     ]
     tasks = []
     for index, (name, variables, _message) in enumerate(cases):
         tasks.append({"name": "case %d" % index, "block": [role(name, **variables)],
                       "rescue": [{"ansible.builtin.debug": {"msg": "CASE %d: {{ ansible_failed_result.msg }}" % index}}]})
+    hub, _member = clusters
+    klusterlet_crd = "klusterlets.operator.open-cluster-management.io"
+    hub_crd_before = resources.get(hub, resources.CRD, klusterlet_crd) is not None
     done = run_playbook([hub_play(*tasks, agent_install_cluster_name="member1")], inventory=lab.inventory)
     assert done.returncode == 0, done.stdout[-3000:]
     for index, (_name, _variables, message) in enumerate(cases):
         line = re.search(r'"msg": "CASE %d: (.*)"' % index, done.stdout)
         assert line and message in line.group(1), (index, line and line.group(1))
-    hub, _member = clusters
     assert resources.get(hub, CLUSTER_MANAGER, "cluster-manager") is None
+    # agent_install ran on the hub host (its connection): no klusterlet CRD was installed there
+    assert (resources.get(hub, resources.CRD, klusterlet_crd) is not None) is hub_crd_before
 
 
 class TestOcmHubAndSingletonKlusterlet:
