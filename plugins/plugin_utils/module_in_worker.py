@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action plugin of every module of the collection: on the controller, the module runs in the task's worker.
+"""The action plugin of every module of the collection: on the controller, the module runs in the task's worker;
+a task retried with ``until`` reports the change of an earlier attempt.
 
 The collection's tasks run on the controller (``connection: local``) and reach clusters through their API. There,
 ansible-core would build the module's payload (a zip of the module and its module_utils), start a Python
@@ -53,9 +54,26 @@ display = Display()
 # The serialization profile ansible-core uses for a module that declares no metadata (none of ours does).
 PROFILE = "legacy"
 
+# Set on a task by an attempt that changed something (see ModuleInWorkerAction.run).
+CHANGED_EARLIER = "_multicluster_fleet_changed_earlier"
+
 
 class ModuleInWorkerAction(NormalAction):
     """Runs the task's module in a child of the worker where it would run on the controller with its Python."""
+
+    def run(self, tmp=None, task_vars=None):
+        """The module's result; of a task retried with ``until``, changed when an earlier attempt changed something.
+
+        ansible-core reports a retried task as its last attempt did: a registration whose wait timed out, run again,
+        would report the second run's "no change". It runs every attempt on the same task object (each loop item on a
+        copy of its own, made before the first attempt), which carries the change of an earlier attempt to the last.
+        """
+        result = super(ModuleInWorkerAction, self).run(tmp=tmp, task_vars=task_vars)
+        if result.get("changed"):
+            setattr(self._task, CHANGED_EARLIER, True)
+        elif getattr(self._task, CHANGED_EARLIER, False):
+            result["changed"] = True
+        return result
 
     def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False,
                         delete_remote_tmp=None, wrap_async=False, **kwargs):

@@ -115,10 +115,11 @@ class TestOcmHubAndSingletonKlusterlet:
         playbook.write_text(yaml.safe_dump([hub_play(role("hub_init", hub_init_wait_step=2), show_grpc)]))
         operator = next(s for s in simulations if isinstance(s, sim_operators.ClusterManagerOperatorSimulation))
         returncode, stdout, _recap = run_while_paused(
-            operator, r"^FAILED - RETRYING: \[hub-cluster\]: .*Wait until the ClusterManager is applied", str(playbook),
+            operator, r"^FAILED - RETRYING: \[hub-cluster\]: .*Configure the ClusterManager and wait until its operator applied it", str(playbook),
             lab.inventory, output)
         assert returncode == 0, stdout[-3000:]
-        assert task_result(stdout, "multicluster.fleet.hub_init : Configure the ClusterManager", "hub-cluster") == "changed"
+        assert task_result(stdout, "multicluster.fleet.hub_init : Configure the ClusterManager and wait until its operator applied it and the hub "
+                           "registration runs", "hub-cluster") == "changed"
         hub, _member = clusters
         spec = resources.get(hub, CLUSTER_MANAGER, "cluster-manager")["spec"]
         identities = HUB_OPTIONS["hub_init_ocm_auto_approve_identities"]

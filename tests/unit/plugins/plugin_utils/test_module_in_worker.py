@@ -207,3 +207,20 @@ def test_kept_remote_files_mean_a_module_process(monkeypatch):
 def test_the_task_environment_reaches_the_module_as_strings_later_entries_winning():
     made = action(environment=[{"K8S_AUTH_CONTEXT": "hub", "FLEET_RETRIES": 3}, {"K8S_AUTH_CONTEXT": "other", "FLAG": True}])
     assert made._task_environment() == {"K8S_AUTH_CONTEXT": "other", "FLEET_RETRIES": "3", "FLAG": "True"}
+
+
+def test_a_retried_task_reports_the_change_of_an_earlier_attempt(monkeypatch):
+    """ansible-core runs the attempts of a task retried with until on one task object, each with a new action."""
+    attempts = iter([{"changed": True, "failed": True, "last_seen": "Ready=False"}, {"changed": False, "failed": True},
+                     {"changed": False}])
+    monkeypatch.setattr(module_in_worker.NormalAction, "run", lambda self, tmp=None, task_vars=None: next(attempts))
+    first = action()
+    task = first._task
+    assert first.run(task_vars={}) == {"changed": True, "failed": True, "last_seen": "Ready=False"}
+    retry = ModuleInWorkerAction(task, first._connection, first._play_context, None, Templar())
+    assert retry.run(task_vars={}) == {"changed": True, "failed": True}
+    assert ModuleInWorkerAction(task, first._connection, first._play_context, None, Templar()).run(task_vars={}) == {
+        "changed": True}
+    # another task (or loop item: a copy of the task) starts unchanged
+    monkeypatch.setattr(module_in_worker.NormalAction, "run", lambda self, tmp=None, task_vars=None: {"changed": False})
+    assert action().run(task_vars={}) == {"changed": False}
