@@ -52,10 +52,10 @@ def connection(variables, kubeconfig=None, context=None):
 def fleet_members(hosts, hostvars, hubs=None):
     """The members of the inventory and what this run did with each (facts the member plays set).
 
-    ``ran`` is true for members this run's member play started (``fleet_started``); members left out
-    by ``--limit`` or another job slice did not run. ``failure`` is why the member failed (the message
-    ``fleet_failure``), ``failed_task`` the task that failed (``fleet_failed_task``); both ``''`` when
-    it succeeded or did not run.
+    ``ran`` is true for members this run's member play started (``fleet_started``, the result its first task
+    registers, or a fact); members left out by ``--limit`` or another job slice did not run. ``failure`` is why
+    the member failed (the message ``fleet_failure``), ``failed_task`` the task that failed
+    (``fleet_failed_task``); both ``''`` when it succeeded or did not run.
 
     ``hubs`` are the hub hosts: a hub whose play registered it with itself, or detached it, in this
     run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).

@@ -42,7 +42,7 @@ class TestConnection:
 HOSTVARS = {
     "hub-cluster": {"cluster_name": "hub"},
     "member1": {"cluster_name": "member1", "fleet_started": True, "fleet_done": True},
-    "member2": {"fleet_started": True, "fleet_failure": "kubeconfig file /x does not exist",
+    "member2": {"fleet_started": {"changed": False, "failed": True}, "fleet_failure": "kubeconfig file /x does not exist",
                 "fleet_failed_task": "Join the member in Push mode"},
     "member3": {"fleet_started": True},
     "member4": {"cluster_name": "edge4"},
