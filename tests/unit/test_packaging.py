@@ -6,19 +6,21 @@ tarball's members are compared with an allow-list of top-level entries and with 
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Everything the artifact may hold at its top level. MANIFEST.json and FILES.json are written by
 # ansible-galaxy; the rest is content of this collection.
 ALLOWED_TOP_LEVEL = {
-    "MANIFEST.json", "FILES.json", "README.md", "requirements.txt",
+    "MANIFEST.json", "FILES.json", "README.md", "requirements.txt", "LICENSES",
     "changelogs", "docs", "extensions", "meta", "playbooks", "plugins", "roles", "tests",
 }
 GENERATED_BY_BUILD = {"MANIFEST.json", "FILES.json"}
@@ -109,3 +111,21 @@ def test_every_source_file_under_an_allowed_entry_is_shipped(built):
     content = {f for f in files if f.split("/")[0] in ALLOWED_TOP_LEVEL and not _is_hidden(f)}
     assert sorted(content - members) == [], "collection sources missing from the artifact"
     assert GENERATED_BY_BUILD <= members
+
+
+def test_every_licence_a_file_names_ships(built):
+    """Each licence file that a source header points at (``see LICENSES/<id>.txt``) and each licence galaxy.yml
+    declares ships in the artifact, with the licence's text."""
+    files, members = built
+    named = set()
+    for path in files:
+        with open(os.path.join(ROOT, path), "rb") as handle:
+            named.update(re.findall(r"\bLICENSES/[A-Za-z0-9.+-]+\.txt\b", handle.read().decode("utf-8", "replace")))
+    with open(os.path.join(ROOT, "galaxy.yml")) as handle:
+        named.update("LICENSES/%s.txt" % spdx for spdx in yaml.safe_load(handle)["license"])
+    assert "LICENSES/GPL-3.0-or-later.txt" in named
+    assert sorted(named - members) == [], "licence files named but not shipped"
+    with open(os.path.join(ROOT, "LICENSES", "GPL-3.0-or-later.txt")) as handle:
+        text = handle.read()
+    assert "GNU GENERAL PUBLIC LICENSE" in text and "Version 3, 29 June 2007" in text
+    assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a notice
