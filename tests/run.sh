@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The test command: sanity, ansible-lint, unit and integration tests (integration against a real lab),
-# and the molecule scenarios (site.yml converge, idempotence, verify, detach on a fresh lab per engine).
+# The test command: sanity, ansible-lint, the documentation (antsibull-docs lint, the docsite), unit and integration tests
+# (integration against a real lab), and the molecule scenarios (site.yml converge, idempotence, verify, detach on a
+# fresh lab per engine).
 #
 #   bash tests/run.sh                 # everything
-#   bash tests/run.sh sanity|lint|unit|integration|molecule ...   # selected stages
+#   bash tests/run.sh sanity|lint|docs|unit|integration|molecule ...   # selected stages
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/tests/setup.sh"
 cd "$root"
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(sanity lint unit integration molecule)
+[ ${#stages[@]} -gt 0 ] || stages=(sanity lint docs unit integration molecule)
 
 run_sanity() {
   # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
@@ -52,8 +53,9 @@ for stage in "${stages[@]}"; do
       echo "[tests] integration (lab)" >&2
       python -m pytest tests/integration -q -p no:cacheprovider || failed+=(integration) ;;
     lint) echo "[tests] ansible-lint (production profile)" >&2; (link_collection && ansible-lint) || failed+=(lint) ;;
+    docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh || failed+=(docs) ;;
     molecule) (run_molecule) || failed+=(molecule) ;;
-    *) echo "unknown stage: $stage (sanity, lint, unit, integration, molecule)" >&2; exit 2 ;;
+    *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule)" >&2; exit 2 ;;
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
