@@ -125,6 +125,20 @@ def row(stdout, name):
     return summary(stdout)[name]
 
 
+@pytest.fixture(autouse=True)
+def deprecation_warnings(monkeypatch):
+    """Every playbook run of these tests shows deprecation warnings (ansible-core's default, made explicit against an
+    environment that turns them off)."""
+    monkeypatch.setenv("ANSIBLE_DEPRECATION_WARNINGS", "true")
+
+
+def assert_no_warnings(output):
+    """A run of the collection's own playbooks warns about nothing: no [WARNING] or [DEPRECATION WARNING] line in
+    its output (stdout and stderr)."""
+    warnings = [line for line in output.splitlines() if re.match(r"\[(DEPRECATION )?WARNING\]", line)]
+    assert warnings == [], "\n".join(warnings)
+
+
 class TestKarmada:
     # Without Karmada's CSR auto-approval (the molecule scenario covers it), so that site.yml approves the pull
     # member's CSR with csr_accept while the member waits for its certificate.
@@ -150,6 +164,7 @@ class TestKarmada:
             controller, r"^FAILED - RETRYING: \[member1\]: " + PUSH_JOIN, "site.yml", inventory,
             directory / "site.log", hub_init_csr_auto_approval=False, fleet_wait_step=2)
         assert returncode == 0, stdout[-4000:]
+        assert_no_warnings(stdout)
         assert set(recap) == {"hub-cluster", "member1", "member2"} and all(r["changed"] > 0 for r in recap.values()), recap
         assert task_result(stdout, PUSH_JOIN, "member1") == "changed", stdout[-4000:]
         rows = summary(stdout)
@@ -168,6 +183,7 @@ class TestKarmada:
         assert not hub.exists("/apis/rbac.authorization.k8s.io/v1/clusterroles/system:karmada:certificatesigningrequest:autoapprover")
         again, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
         assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
+        assert_no_warnings(again.stdout + again.stderr)
 
     def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
@@ -244,6 +260,7 @@ class TestKarmada:
         inventory = write_inventory(lab, directory, "karmada")
         done, recap = play("detach.yml", inventory, fleet_report_path=str(directory / "detach.md"))
         assert done.returncode == 0, done.stdout[-4000:]
+        assert_no_warnings(done.stdout + done.stderr)
         assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
         assert changes(starting_state, snapshot(lab)) == {}
         rows = summary(done.stdout)
@@ -281,6 +298,7 @@ class TestOcm:
             klusterlet, r"^FAILED - RETRYING: \[member1\]: .*" + re.escape(OCM_JOIN % "member1"), "site.yml", inventory,
             directory / "site.log", fleet_wait_step=2)
         assert returncode == 0, stdout[-4000:]
+        assert_no_warnings(stdout)
         assert all(r["changed"] > 0 for r in recap.values()), recap
         assert task_result(stdout, "multicluster.fleet.agent_install : " + OCM_JOIN % "member1", "member1") == "changed", \
             stdout[-4000:]
@@ -298,6 +316,7 @@ class TestOcm:
             assert {c["type"]: c["status"] for c in klusterlet["status"]["conditions"]}["HubConnectionDegraded"] == "False"
         again, recap = play("site.yml", inventory)
         assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
+        assert_no_warnings(again.stdout + again.stderr)
 
     def test_check_mode_on_the_registered_fleet_changes_nothing(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
@@ -341,6 +360,7 @@ class TestOcm:
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
         done, recap = play("detach.yml", inventory)
         assert done.returncode == 0, done.stdout[-4000:]
+        assert_no_warnings(done.stdout + done.stderr)
         assert all(r["failed"] == 0 and r["rescued"] == 0 for r in recap.values())
         assert changes(starting_state, snapshot(lab)) == {}
         rows = summary(done.stdout)
