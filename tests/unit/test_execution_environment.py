@@ -1,6 +1,7 @@
-"""The execution environment definition: ``ansible-builder create`` turns meta/execution-environment.yml into a
-build context, and the requirements the image build would install are resolved here with ansible-builder's own
-introspection script from that context.
+"""The execution environment definition: the command README documents builds the collection into .ee-build/ and
+``ansible-builder create`` (in place of ``build``) turns meta/execution-environment.yml into a build context, from a
+clean checkout and from one with earlier builds lying around; the requirements the image build would install are
+resolved here with ansible-builder's own introspection script from that context.
 
 No container engine is needed: the context is checked as written (Containerfile, _build/requirements.txt, the
 collection tarball), and the introspection runs on the collection installed into a temporary directory, as the
@@ -9,6 +10,7 @@ image build runs it on /usr/share/ansible/collections.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,10 +40,32 @@ def galaxy():
         return yaml.safe_load(handle)
 
 
-@pytest.fixture(scope="module")
-def context(tmp_path_factory, galaxy):
-    """The build context ``ansible-builder create`` writes for a checkout whose collection tarball was built
-    beside galaxy.yml (the documented first step)."""
+# The one command README and meta/execution-environment.yml give for building the image from the collection's root:
+# the collection built afresh into .ee-build/, where the definition takes it from.
+BUILD_COMMAND = ("rm -rf .ee-build && ansible-galaxy collection build --output-path .ee-build "
+                 "&& ansible-builder build -f meta/execution-environment.yml -t multicluster-fleet-ee:latest")
+# The same with ansible-builder create (the build context, no container engine) in place of build.
+CREATE_COMMAND = BUILD_COMMAND.replace("ansible-builder build -f meta/execution-environment.yml -t multicluster-fleet-ee:latest",
+                                       "ansible-builder create -f meta/execution-environment.yml -c {context} "
+                                       "--output-filename Containerfile")
+
+
+def one_line(path):
+    """The text of a file with shell line continuations (also inside comments) joined."""
+    with open(os.path.join(ROOT, path)) as handle:
+        return re.sub(r"\\\n[#\s]*", "", handle.read())
+
+
+@pytest.mark.parametrize("path", ["README.md", "meta/execution-environment.yml"])
+def test_the_build_command_is_documented(path):
+    assert BUILD_COMMAND in one_line(path)
+
+
+@pytest.fixture(scope="module", params=["clean checkout", "old tarballs lying around"])
+def context(request, tmp_path_factory):
+    """The build context the documented command writes (with ``ansible-builder create`` in place of ``build``) from a
+    clean checkout, or from one where earlier builds left collection tarballs of another version: beside galaxy.yml,
+    as ``ansible-galaxy collection build`` writes them by default, and in .ee-build/."""
     builder = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
     assert os.path.exists(builder), "ansible-builder is not installed beside %s (tests/requirements.txt)" % sys.executable
     source = tmp_path_factory.mktemp("checkout")
@@ -49,12 +73,16 @@ def context(tmp_path_factory, galaxy):
         target = source / path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(os.path.join(ROOT, path), str(target))
-    run([_ansible_galaxy(), "collection", "build", "--force"], cwd=str(source))
-    built = source / ("%s-%s-%s.tar.gz" % (galaxy["namespace"], galaxy["name"], galaxy["version"]))
-    assert built.exists()
+    assert not list(source.glob("*.tar.gz")) and not (source / ".ee-build").exists()
+    if request.param == "old tarballs lying around":
+        (source / ".ee-build").mkdir()
+        for old in (source / "multicluster-fleet-0.0.1.tar.gz", source / ".ee-build" / "multicluster-fleet-0.0.1.tar.gz"):
+            old.write_bytes(b"an earlier build")
     output = tmp_path_factory.mktemp("context")
-    run([builder, "create", "-f", str(source / "meta" / "execution-environment.yml"), "-c", str(output),
-         "--output-filename", "Containerfile"], cwd=str(source))
+    environment = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    done = subprocess.run(["bash", "-c", CREATE_COMMAND.format(context=output)], cwd=str(source), env=environment,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert done.returncode == 0, done.stdout
     return output
 
 
@@ -77,7 +105,8 @@ def test_context_holds_the_collections_python_requirements(context):
 
 
 def test_context_holds_the_collection(context, galaxy):
-    tarballs = list((context / "_build" / "collection").glob("*.tar.gz"))
+    """Exactly the collection as it is now: no earlier build's tarball."""
+    tarballs = list((context / "_build" / "collection").iterdir())
     assert [t.name for t in tarballs] == ["multicluster-fleet-%s.tar.gz" % galaxy["version"]]
     with tarfile.open(str(tarballs[0])) as tarball:
         names = set(tarball.getnames())

@@ -46,6 +46,7 @@ GENERATED = {
     "lab/inventory.yml": "",
     "multicluster-fleet-0.0.1.tar.gz": "",
     "tests/output/multicluster-fleet-0.0.1.tar.gz": "",
+    ".ee-build/multicluster-fleet-0.0.1.tar.gz": "",
 }
 
 
