@@ -125,3 +125,12 @@ def test_every_plugin_and_role_is_documented(imported):
         assert contents[("role", role)]["readme_html"], "no README for role %s" % role
     assert {("playbook", "site.yml"), ("playbook", "detach.yml")} <= set(contents)
     assert result["docs_blob"]["collection_readme"]["html"]
+
+
+@pytest.mark.parametrize("path", ["README.md", "roles/hub_init/README.md", "roles/agent_install/README.md"])
+def test_readmes_galaxy_renders_link_only_absolute_urls(path):
+    """Galaxy shows these READMEs on pages of its own, where a link relative to the collection's files or to a
+    heading's anchor leads nowhere."""
+    with open(os.path.join(ROOT, path)) as handle:
+        targets = re.findall(r"\]\(([^)\s]*)", handle.read())
+    assert sorted(t for t in targets if not re.match(r"https?://", t)) == []
