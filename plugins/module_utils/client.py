@@ -322,12 +322,13 @@ def _data_file(content):
         return None
     if content not in _DATA_FILES:
         if not _DATA_FILES:
-            atexit.register(_release_data_files)
+            atexit.register(release_data_files)
         _DATA_FILES[content] = private_file(content)
     return _DATA_FILES[content][0]
 
 
-def _release_data_files():
+def release_data_files():
+    """Release the files :func:`_data_file` made (as at the end of the process, for a process that ends otherwise)."""
     for _path, release in _DATA_FILES.values():
         release()
     _DATA_FILES.clear()

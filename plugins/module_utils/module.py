@@ -63,8 +63,17 @@ def _leaves(value):
     return {str(value)} if value not in (None, "", True, False) else set()
 
 
-class FleetModule(AnsibleModule):
-    """``AnsibleModule`` with the top-level authentication options and the collection's error handling.
+def fleet_argument_spec(argument_spec):
+    """``argument_spec`` with the top-level authentication options."""
+    spec = auth_argument_spec()
+    spec.update(argument_spec)
+    return spec
+
+
+class FleetModuleBase(object):
+    """What the collection adds to ``AnsibleModule``: the top-level connection, the credential masking and the error
+    handling; for :class:`FleetModule` and for the controller-side module object of the action plugins
+    (plugin_utils/module_in_worker.py), which both call :meth:`_start` once their parameters are validated.
 
     The top-level authentication options address the cluster the module acts on, which plays ``role``
     (``hub``, ``member``, ``cluster``) in messages. With ``environment`` the ``K8S_AUTH_*`` variables
@@ -73,11 +82,7 @@ class FleetModule(AnsibleModule):
     cluster add a dict option built by :func:`cluster_argument_spec`, which never reads the environment.
     """
 
-    def __init__(self, argument_spec, role="hub", environment=True, **kwargs):
-        spec = auth_argument_spec()
-        spec.update(argument_spec)
-        kwargs.setdefault("supports_check_mode", True)
-        super(FleetModule, self).__init__(argument_spec=spec, **kwargs)
+    def _start(self, role, environment):
         self.role = role
         self._hide_credentials(self.params)
         if client.IMPORT_ERROR is not None:  # PyYAML, which the kubernetes library brings
@@ -119,3 +124,12 @@ class FleetModule(AnsibleModule):
         except Exception as exc:  # a bug: still a message, the traceback only with -vvv
             self.fail_json(msg="unexpected error: %s: %s" % (type(exc).__name__, exc), exception=traceback.format_exc())
         self.exit_json(**result)
+
+
+class FleetModule(FleetModuleBase, AnsibleModule):
+    """``AnsibleModule`` with the top-level authentication options and the collection's error handling."""
+
+    def __init__(self, argument_spec, role="hub", environment=True, **kwargs):
+        kwargs.setdefault("supports_check_mode", True)
+        AnsibleModule.__init__(self, argument_spec=fleet_argument_spec(argument_spec), **kwargs)
+        self._start(role, environment)

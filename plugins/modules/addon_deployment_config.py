@@ -178,8 +178,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         argument_spec=dict(
             name=dict(type="str", required=True),
             namespace=dict(type="str", required=True),
@@ -196,7 +197,10 @@ def main():
                 container_id=dict(type="str", required=True), requests=dict(type="dict"), limits=dict(type="dict"))),
         ),
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

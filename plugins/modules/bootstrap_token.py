@@ -318,8 +318,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         argument_spec=dict(
             engine=dict(type="str", required=True, choices=list(ENGINES)),
             state=dict(type="str", default="present", choices=["present", "absent"]),
@@ -335,7 +336,10 @@ def main():
         ),
         mutually_exclusive=[("token", "token_id")],
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

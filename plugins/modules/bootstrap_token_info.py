@@ -106,9 +106,13 @@ def run(module):
     return dict(changed=False, tokens=found)
 
 
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(argument_spec=dict(token_id=dict(type="str")))
+
+
 def main():
-    module = FleetModule(argument_spec=dict(token_id=dict(type="str")))
-    module.run(run)
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

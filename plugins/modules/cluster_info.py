@@ -193,14 +193,18 @@ def run(module):
     return dict(changed=False, clusters=clusters)
 
 
-def main():
-    module = FleetModule(argument_spec=dict(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(fleet.ENGINES)),
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
         **resources.wait_argument_spec(condition=True)
     ))
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

@@ -230,8 +230,9 @@ def run(module):
     return unjoin(hub, member, params, module.check_mode, warn=module.warn)
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         argument_spec=dict(
             cluster_name=dict(type="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),
@@ -248,7 +249,10 @@ def main():
         ),
         required_if=[("state", "present", ("member",))],
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

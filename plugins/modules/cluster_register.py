@@ -593,8 +593,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(argument_spec=dict(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(register.ENGINES)),
         cluster_name=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=list(register.STATES)),
@@ -630,7 +631,10 @@ def main():
         proxy_server_address=dict(type="str"),
         hub=cluster_argument_spec(),
     ), role="member", environment=False, required_if=[("state", "present", ("hub_apiserver", "token"))])
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

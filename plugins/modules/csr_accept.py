@@ -224,10 +224,11 @@ def run(module):
     return result
 
 
-def main():
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     wait = resources.wait_argument_spec()
     wait["wait_timeout"]["aliases"] = ["timeout"]
-    module = FleetModule(argument_spec=dict(
+    return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(ENGINES)),
         clusters=dict(type="list", elements="str", required=True),
         requesters=dict(type="list", elements="str"),
@@ -235,7 +236,10 @@ def main():
         expect_new_csr=dict(type="bool", default=False),
         **wait
     ))
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

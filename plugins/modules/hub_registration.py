@@ -206,8 +206,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(argument_spec=dict(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(ENGINES)),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         hub_apiserver=dict(type="str"),
@@ -215,7 +216,10 @@ def main():
         csr_auto_approval=dict(type="bool"),
         update_cluster_info=dict(type="bool", default=False),
     ))
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

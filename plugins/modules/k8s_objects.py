@@ -280,8 +280,9 @@ def run(module):
     return objects.result(outcomes, params["state"])
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         role="cluster",
         argument_spec=dict(
             objects=dict(type="list", elements="raw"),
@@ -300,7 +301,10 @@ def main():
         mutually_exclusive=[("objects", "src"), ("wait_condition", "wait_conditions")],
         required_one_of=[("objects", "src")],
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

@@ -401,8 +401,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         argument_spec=dict(
             engine=dict(type="str", required=True, choices=list(ENGINES)),
             name=dict(type="str", required=True),
@@ -436,7 +437,10 @@ def main():
         ),
         required_if=[("state", "present", ("manifests", "src"), True)],
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

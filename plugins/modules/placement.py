@@ -298,8 +298,9 @@ def run(module):
     return result
 
 
-def main():
-    module = FleetModule(
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(
         argument_spec=dict(
             name=dict(type="str", required=True),
             namespace=dict(type="str", default="default"),
@@ -321,7 +322,10 @@ def main():
             **resources.wait_argument_spec()
         ),
     )
-    module.run(run)
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
 
 
 if __name__ == "__main__":

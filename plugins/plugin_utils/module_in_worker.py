@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action plugin of every module of the collection: on the controller, the module runs in the task's worker;
-a task retried with ``until`` reports the change of an earlier attempt.
+"""The action plugin of every module of the collection: on the controller, the module's logic runs in a child of the
+task's worker instead of a module process; a task retried with ``until`` reports the change of an earlier attempt.
 
 The collection's tasks run on the controller (``connection: local``) and reach clusters through their API. There,
 ansible-core would build the module's payload (a zip of the module and its module_utils), start a Python
@@ -10,24 +10,27 @@ interpreter on it, and that interpreter would compile ``ansible.module_utils.bas
 payload carries no bytecode) before the module's first request - about 0.2 s of CPU per task before any work,
 the largest share of what a member costs the controller.
 
-When the module would run on the controller with the controller's own Python, :class:`ModuleInWorkerAction` runs it
-in a child forked from the worker instead (:func:`run_in_child`): the module is imported in the worker, where
-ansible-core's module_utils load from their compiled files (or are loaded already); the child runs the module's
-``main()`` with the arguments ansible-core would have passed it (the same encoding and internal ``_ansible_*``
-arguments) and hands back its exit code, output and error output, which ansible-core reads as a module process's.
-The fork keeps what a module process gives: whatever the module changes in its process (environment, global state,
-exit) goes with the child, and a crash fails the task, not the worker.
+When the module would run on the controller with the controller's own Python, :class:`ModuleInWorkerAction` runs the
+module's logic (its ``run`` function) in a child forked from the worker, with :class:`ControllerModule` in place of
+``AnsibleModule``: the module's own arguments (``module_spec``) validated by ansible-core's public
+``ArgumentSpecValidator``, the internal arguments ansible-core would pass the module process (check mode, diff, ...)
+read from the same place (``ActionBase._update_module_args``), and the result formed as ``AnsibleModule`` forms it
+(``invocation``, warnings, no_log values masked with the public ``remove_values``). The fork keeps what a module
+process gives: whatever the module changes in its process (environment, connection caches) goes with the child, and a
+task timeout kills it. Only public ansible-core APIs are used; nothing private of ansible-core is imported or patched.
 
-Everywhere else the module runs as ansible-core runs any module: another connection, another interpreter, become,
-async, ``ANSIBLE_KEEP_REMOTE_FILES`` (to look at the payload), or an ansible-core without the module serialization
-API of 2.19 (``ansible.module_utils.common.json``).
+Everything else runs as ansible-core runs any module, and a ``-vvv`` line says why: another connection, another
+interpreter, become, async, ``ANSIBLE_KEEP_REMOTE_FILES``, the off switch (the variable
+``multicluster_fleet_module_process`` or the environment variable ``MULTICLUSTER_FLEET_MODULE_PROCESS``), no
+``os.fork``, or anything the controller-side run does not reproduce exactly: an internal argument it does not know
+(a newer ansible-core's), ``ignore_unknown_opts``, deprecated options or aliases, an option and its alias both given
+inside a suboption (ansible-core would warn from inside its validator), a ``no_log`` option that is not a string.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import atexit
 import importlib
 import io
 import json
@@ -37,25 +40,45 @@ import sys
 import traceback
 
 from ansible import constants as C
-from ansible.module_utils import basic
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.module_utils.common.parameters import remove_values
+from ansible.module_utils.errors import UnsupportedError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action.normal import ActionModule as NormalAction
-from ansible.utils.collection_loader import AnsibleCollectionRef
 from ansible.utils.display import Display
-from ansible.vars.clean import remove_internal_keys
 
-try:
-    from ansible.module_utils import _internal as module_utils_internal
-    from ansible.module_utils.common.json import Direction, get_module_encoder
-except ImportError:  # ansible-core before 2.19: modules run as module processes
+from ansible_collections.multicluster.fleet.plugins.module_utils import client
+
+try:  # ansible-core's module serialization API (2.19 and later)
+    from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder
+except ImportError:
     get_module_encoder = None
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModuleBase, fleet_argument_spec
 
 display = Display()
 
-# The serialization profile ansible-core uses for a module that declares no metadata (none of ours does).
+# The off switch: true in either runs every module of the collection as a module process.
+SWITCH_VARIABLE = "multicluster_fleet_module_process"
+SWITCH_ENVIRONMENT = "MULTICLUSTER_FLEET_MODULE_PROCESS"
+
+# The serialization profile ansible-core uses for a module that declares none (none of ours does).
 PROFILE = "legacy"
 
 # Set on a task by an attempt that changed something (see ModuleInWorkerAction.run).
 CHANGED_EARLIER = "_multicluster_fleet_changed_earlier"
+
+# The internal arguments of ansible-core's module protocol (what _update_module_args adds) that ControllerModule honours.
+HONOURED = frozenset((
+    "_ansible_check_mode", "_ansible_diff", "_ansible_module_name", "_ansible_inject_invocation",
+    "_ansible_tracebacks_for", "_ansible_ignore_unknown_opts",
+))
+# Those that only concern what a module does on its host and AnsibleModule's logging (syslog, temporary directories,
+# selinux, the persistent connection socket, the shell), none of which the collection's modules use.
+UNUSED = frozenset((
+    "_ansible_no_log", "_ansible_debug", "_ansible_verbosity", "_ansible_version", "_ansible_syslog_facility",
+    "_ansible_selinux_special_fs", "_ansible_string_conversion_action", "_ansible_socket", "_ansible_shell_executable",
+    "_ansible_keep_remote_files", "_ansible_tmpdir", "_ansible_remote_tmp", "_ansible_target_log_info",
+))
 
 
 class ModuleInWorkerAction(NormalAction):
@@ -78,22 +101,78 @@ class ModuleInWorkerAction(NormalAction):
     def _execute_module(self, module_name=None, module_args=None, tmp=None, task_vars=None, persist_files=False,
                         delete_remote_tmp=None, wrap_async=False, **kwargs):
         task_vars = {} if task_vars is None else task_vars
-        if module_name not in (None, self._task.action) or not self._runs_in_worker(task_vars, wrap_async):
+        host = task_vars.get("inventory_hostname")
+        plan = None
+        if module_name in (None, self._task.action):
+            reason = self._module_process_reason(task_vars, wrap_async)
+            if reason is None:
+                plan, reason = self._controller_plan(module_args, task_vars)
+            if plan is None:
+                display.vvv("running %s as a module process: %s" % (self._task.action, reason), host=host)
+        if plan is None:
             return super(ModuleInWorkerAction, self)._execute_module(
                 module_name=module_name, module_args=module_args, tmp=tmp, task_vars=task_vars,
                 persist_files=persist_files, delete_remote_tmp=delete_remote_tmp, wrap_async=wrap_async, **kwargs)
-        module_name = self._task.action
-        module_args = self._task.args if module_args is None else module_args
-        self._update_module_args(module_name, module_args, task_vars)
-        reference = AnsibleCollectionRef.from_fqcr(self._task.resolved_action or module_name, "modules")
-        module = importlib.import_module("%s.%s" % (reference.n_python_package_name, reference.resource))
-        display.vvv("running %s in a child of the worker (no module process)" % module_name,
-                    host=task_vars.get("inventory_hostname"))
-        params = json.dumps({"ANSIBLE_MODULE_ARGS": module_args},
-                            cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)).encode()
-        data = self._parse_returned_data(run_in_child(module.main, params, PROFILE, self._task_environment()), PROFILE)
-        remove_internal_keys(data)
-        return data
+        display.vvv("running %s on the controller, in a child of the worker (no module process)" % self._task.action,
+                    host=host)
+        module, params, internal = plan
+        return run_in_child(lambda: run_module(module, params, internal), self._task_environment())
+
+    def _module_process_reason(self, task_vars, wrap_async):
+        """Why the module must run as a module process, or None when it can run on the controller in this worker."""
+        switch = task_vars.get(SWITCH_VARIABLE, os.environ.get(SWITCH_ENVIRONMENT, False))
+        if boolean(self._templar.template(switch), strict=False):
+            return "%s or %s is set" % (SWITCH_VARIABLE, SWITCH_ENVIRONMENT)
+        if wrap_async or self._task.async_val:
+            return "the task is async"
+        if C.DEFAULT_KEEP_REMOTE_FILES:
+            return "ANSIBLE_KEEP_REMOTE_FILES is set"
+        if self._connection.transport != "local":
+            return "the connection is %s, not local" % self._connection.transport
+        if self._play_context.become:
+            return "the task uses become"
+        if not hasattr(os, "fork"):
+            return "this system has no os.fork"
+        host_vars = task_vars
+        if self._task.delegate_to:
+            host_vars = (task_vars.get("ansible_delegated_vars") or {}).get(self._task.delegate_to, {})
+        # The host's ansible_python_interpreter, else ANSIBLE_PYTHON_INTERPRETER or ansible.cfg's interpreter_python,
+        # else "auto": discovered on first use, whichever Python that finds is the one to run the module with.
+        interpreter = self._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=host_vars))
+        if interpreter != sys.executable:
+            return "the interpreter is %s, not the controller's %s" % (interpreter, sys.executable)
+        return None
+
+    def _controller_plan(self, module_args, task_vars):
+        """``((module, params, internal), None)`` to run on the controller, or ``(None, reason)``."""
+        name = type(self).__module__.replace(".plugins.action.", ".plugins.modules.")
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            return None, "its module %s cannot be imported here: %s" % (name, exc)
+        if not callable(getattr(module, "module_spec", None)) or not callable(getattr(module, "run", None)):
+            return None, "its module has no module_spec and run"
+        if get_module_encoder is None:
+            return None, "this ansible-core has no module serialization API (ansible.module_utils.common.json)"
+        args = dict(self._task.args if module_args is None else module_args)
+        self._update_module_args(self._task.action, args, task_vars)
+        try:  # the arguments as the module process would decode them
+            text = json.dumps({"ANSIBLE_MODULE_ARGS": args}, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE))
+            args = json.loads(text, cls=get_module_decoder(PROFILE, Direction.CONTROLLER_TO_MODULE))["ANSIBLE_MODULE_ARGS"]
+        except Exception as exc:  # pylint: disable=broad-except
+            return None, "its arguments do not pass through the module serialization here: %s" % (exc,)
+        internal = dict((key, args.pop(key)) for key in list(args) if key.startswith("_ansible_"))
+        unknown = sorted(set(internal) - HONOURED - UNUSED)
+        if unknown:
+            return None, "ansible-core passes modules %s, which the controller-side run does not know" % ", ".join(unknown)
+        if internal.get("_ansible_ignore_unknown_opts"):
+            return None, "unknown options are to be ignored"
+        problem = spec_problem(fleet_argument_spec(module.module_spec()["argument_spec"]), args)
+        if module.module_spec().get("supports_check_mode") is False:
+            problem = "the module does not support check mode"
+        if problem:
+            return None, problem
+        return (module, args, internal), None
 
     def _task_environment(self):
         """The task's ``environment``, templated, its values strings (as a shell passes them to a module process)."""
@@ -101,35 +180,134 @@ class ModuleInWorkerAction(NormalAction):
         self._compute_environment_string(environment)
         return dict((str(name), str(value)) for name, value in environment.items())
 
-    def _runs_in_worker(self, task_vars, wrap_async):
-        """Whether the module would run on the controller with the Python that runs this worker."""
-        if get_module_encoder is None or wrap_async or self._task.async_val or C.DEFAULT_KEEP_REMOTE_FILES:
-            return False
-        if self._connection.transport != "local" or self._play_context.become:
-            return False
-        host_vars = task_vars
-        if self._task.delegate_to:
-            host_vars = (task_vars.get("ansible_delegated_vars") or {}).get(self._task.delegate_to, {})
-        # The host's ansible_python_interpreter, else ANSIBLE_PYTHON_INTERPRETER or ansible.cfg's interpreter_python,
-        # else "auto": discovered on first use, whichever Python that finds is the one to run the module with.
-        interpreter = C.config.get_config_value("INTERPRETER_PYTHON", variables=host_vars)
-        return self._templar.template(interpreter) == sys.executable
+
+def spec_problem(spec, params, prefix=""):
+    """What in ``spec`` (with ``params``) ControllerModule would not reproduce as AnsibleModule does, or None."""
+    params = params if isinstance(params, dict) else {}
+    for name, option in spec.items():
+        if option.get("deprecated_aliases") or option.get("removed_in_version") or option.get("removed_at_date"):
+            return "option %s%s is deprecated or has deprecated aliases" % (prefix, name)
+        if option.get("no_log") and option.get("type", "str") != "str":
+            return "no_log option %s%s is not a string" % (prefix, name)
+        if option.get("fallback"):
+            return "option %s%s has a fallback" % (prefix, name)
+        value = params.get(name)
+        for alias in option.get("aliases") or []:
+            if value is None:
+                value = params.get(alias)
+            elif prefix and alias in params:
+                return "option %s%s and its alias %s are both set" % (prefix, name, alias)
+        if option.get("options"):
+            for item in value if isinstance(value, list) else [value]:
+                problem = spec_problem(option["options"], item, "%s%s." % (prefix, name))
+                if problem:
+                    return problem
+    return None
 
 
-def run_in_child(main, params, profile, environment=None):
-    """Run a module's ``main`` in a child forked from this process, with ``params`` (the encoded module arguments)
-    and ``environment`` (variables set for the module alone); ``{'rc', 'stdout', 'stderr'}`` as from a module process.
+def no_log_values(spec, params):
+    """The values of ``spec``'s no_log options in ``params`` (validated), suboptions included, as AnsibleModule's."""
+    found = set()
+    for name, option in spec.items():
+        value = params.get(name) if isinstance(params, dict) else None
+        if option.get("no_log") and isinstance(value, str) and value:
+            found.add(value)
+        if option.get("options") and value is not None:
+            for item in value if isinstance(value, list) else [value]:
+                found |= no_log_values(option["options"], item)
+    return found
 
-    The child exits however the module ends: SystemExit (the module's exit_json / fail_json), an exception (its
-    traceback on the error output, rc 1) or returning (an error: a module exits itself). Exit handlers the module
-    registers run in the child; those inherited from the worker do not. If this process is interrupted while it waits
-    (a task timeout), the child is killed.
+
+class _Exit(BaseException):
+    """Ends the module's run with its result, as ``exit_json``/``fail_json`` end a module process."""
+
+    def __init__(self, result):
+        super(_Exit, self).__init__()
+        self.result = result
+
+
+class ControllerModule(FleetModuleBase):
+    """What the collection's modules use of ``AnsibleModule`` (``params``, ``check_mode``, ``_diff``, ``warn``,
+    ``no_log_values``, ``exit_json``, ``fail_json``), on the controller, giving the result a module process gives."""
+
+    def __init__(self, params, internal, argument_spec, role="hub", environment=True, supports_check_mode=True,
+                 mutually_exclusive=None, required_together=None, required_one_of=None, required_if=None,
+                 required_by=None):
+        self._name = internal.get("_ansible_module_name")
+        self._internal = internal
+        self.check_mode = bool(internal.get("_ansible_check_mode", False))
+        self._diff = bool(internal.get("_ansible_diff", False))
+        self.supports_check_mode = supports_check_mode
+        self._warnings = []
+        spec = fleet_argument_spec(argument_spec)
+        self.argument_spec = spec
+        validation = ArgumentSpecValidator(spec, mutually_exclusive, required_together, required_one_of, required_if,
+                                           required_by).validate(params)
+        self.params = validation.validated_parameters
+        self.no_log_values = no_log_values(spec, self.params)
+        for name, option in spec.items():
+            for alias in option.get("aliases") or []:
+                if name in params and alias in params:
+                    self.warn("Both option %s and its alias %s are set." % (name, alias))
+        if validation.error_messages:
+            message = validation.errors.msg
+            if isinstance(validation.errors[0], UnsupportedError):
+                message = "Unsupported parameters for (%s) module: %s" % (self._name, message)
+            self.fail_json(msg=message)
+        self._start(role, environment)
+
+    def warn(self, warning):
+        if not isinstance(warning, str):
+            raise TypeError("warn requires a string not a %s" % type(warning))
+        if warning not in self._warnings:  # AnsibleModule keeps each warning once
+            self._warnings.append(warning)
+
+    def exit_json(self, **kwargs):
+        self._exit(kwargs)
+
+    def fail_json(self, msg, exception=None, **kwargs):
+        kwargs.update(failed=True, msg=str(msg))
+        if "error" in (self._internal.get("_ansible_tracebacks_for") or ()):
+            if exception is None and sys.exc_info()[1] is not None:
+                exception = traceback.format_exc()
+            if isinstance(exception, BaseException):
+                exception = "".join(traceback.format_exception(type(exception), exception, exception.__traceback__))
+            if exception:
+                kwargs.update(exception=exception)
+        self._exit(kwargs)
+
+    def _exit(self, result):
+        if self._internal.get("_ansible_inject_invocation", True):
+            result.setdefault("invocation", {"module_args": self.params})
+        else:
+            result.pop("invocation", None)
+        if self._warnings:
+            result["warnings"] = list(self._warnings)
+        raise _Exit(remove_values(result, self.no_log_values))
+
+
+def run_module(module, params, internal):
+    """The result of the collection module ``module`` (its ``module_spec`` and ``run``) with ``params``."""
+    try:
+        ControllerModule(params, internal, **module.module_spec()).run(module.run)
+    except _Exit as exc:
+        return exc.result
+    return {"failed": True, "msg": "the module returned without exit_json or fail_json"}
+
+
+def run_in_child(function, environment=None):
+    """``function()`` (a JSON-serializable dict) computed in a child forked from this process, with ``environment``
+    (variables set for the child alone).
+
+    The child's standard output and error output go nowhere (a library writing there must not reach the worker's).
+    An exception in ``function`` fails the task with its traceback; a child that ends without a result, too. If this
+    process is interrupted while it waits (a task timeout), the child is killed.
     """
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe and never returns
         os.close(reader)
-        _child(main, params, profile, environment or {}, writer)
+        _child(function, environment or {}, writer)
     os.close(writer)
     reaped = False
     try:
@@ -148,34 +326,25 @@ def run_in_child(main, params, profile, environment=None):
             os.waitpid(pid, 0)
     if chunks:
         return json.loads(b"".join(chunks).decode())
-    return {"rc": -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status),
-            "stdout": "", "stderr": "the module's process ended without a result"}
+    code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    return {"failed": True, "rc": code, "msg": "MODULE FAILURE: the module's process ended without a result"}
 
 
-def _child(main, params, profile, environment, writer):  # pragma: no cover - runs in the forked child
+def _child(function, environment, writer):  # pragma: no cover - runs in the forked child
     status = 70  # the report could not be written: the parent finds no result
     try:
-        atexit._clear()  # the worker's exit handlers and signal handlers are the worker's
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        # ansible.module_utils as in a module process: warnings and deprecations go with the result (on the controller
-        # they would go to the worker's display, from a process it does not wait for).
-        module_utils_internal.is_controller = False
-        stdout, stderr = io.StringIO(), io.StringIO()
-        rc = 1
         os.environ.update(environment)
-        sys.stdout, sys.stderr = stdout, stderr
-        basic._ANSIBLE_ARGS = params
-        basic._ANSIBLE_PROFILE = profile
+        sys.stdout, sys.stderr = io.StringIO(), io.StringIO()
         try:
-            main()
-            stderr.write("the module returned without exit_json or fail_json\n")
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-        except BaseException:
-            traceback.print_exc(file=stderr)
-        atexit._run_exitfuncs()
-        report = json.dumps({"rc": rc, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}).encode()
+            report = json.dumps(function())
+        except Exception:
+            report = json.dumps({"failed": True, "msg": "MODULE FAILURE: %s" % (sys.exc_info()[1],),
+                                 "exception": traceback.format_exc()})
+        finally:
+            client.release_data_files()
+        report = report.encode()
         while report:
             report = report[os.write(writer, report):]
         status = 0

@@ -1,8 +1,10 @@
 """The collection's action plugin against the lab, through ansible-playbook: on the controller with its Python (a host
-variable or ANSIBLE_PYTHON_INTERPRETER) a module runs in a child of the task's worker; with
-ANSIBLE_KEEP_REMOTE_FILES (or any other connection, interpreter, become or async) as a module process. Both give the
-same results, check mode, diff and failures included; the task's ``environment`` reaches the module and no further;
-a task timeout leaves no module running.
+variable or ANSIBLE_PYTHON_INTERPRETER) a module's logic runs in a child of the task's worker; with the off switch
+(MULTICLUSTER_FLEET_MODULE_PROCESS, the variable multicluster_fleet_module_process), ANSIBLE_KEEP_REMOTE_FILES, or
+any other connection, interpreter, become or async, as a module process. Both give the same results, check mode,
+diff, warnings, no_log masking, validation failures and failures included, and a task retried with ``until`` reports
+the change of its first attempt either way; the task's ``environment`` reaches the module and no further; a task
+timeout leaves no module running.
 """
 
 import json
@@ -25,6 +27,7 @@ BROKEN_TOKEN = {"apiVersion": "v1", "kind": "Secret", "type": "bootstrap.kuberne
 
 def plays(member, output):
     objects = {"kubeconfig": member["kubeconfig"], "namespace": "default", "objects": [CONFIG_MAP]}
+    retried = dict(objects, objects=[dict(CONFIG_MAP, metadata=dict(CONFIG_MAP["metadata"], name=NAME + "-retried"))])
     token = {"kubeconfig": member["kubeconfig"], "objects": [BROKEN_TOKEN]}
     return [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "Preview", "multicluster.fleet.k8s_objects": objects, "check_mode": True, "diff": True,
@@ -37,15 +40,30 @@ def plays(member, output):
          "environment": "{{ {'K8S_AUTH_KUBECONFIG': '/nonexistent/kubeconfig'} if item == 'elsewhere' else {} }}",
          "loop": ["elsewhere", "process"], "register": "reads", "ignore_errors": True},
         {"name": "Remove", "multicluster.fleet.k8s_objects": dict(objects, state="absent"), "register": "removed"},
+        # the first attempt creates, the second finds nothing to change: the task reports the change
+        {"name": "Retried", "multicluster.fleet.k8s_objects": retried, "register": "retried",
+         "until": "retried.attempts | default(1) >= 2", "retries": 2, "delay": 0},
+        {"name": "Remove the retried", "multicluster.fleet.k8s_objects": dict(retried, state="absent")},
+        {"name": "Unknown option", "multicluster.fleet.cluster_info": {"engine": "karmada", "colour": "blue"},
+         "register": "unknown", "ignore_errors": True},
+        {"name": "Exclusive options", "multicluster.fleet.k8s_objects": dict(objects, src="/nonexistent.yml"),
+         "register": "exclusive", "ignore_errors": True},
+        {"name": "A secret", "multicluster.fleet.cluster_info": {
+            "engine": "karmada", "host": member["server"], "api_key": SECRET, "validate_certs": False},
+         "register": "secret", "ignore_errors": True},
         {"name": "Store a broken token", "multicluster.fleet.k8s_objects": token},
         {"name": "List the tokens", "multicluster.fleet.bootstrap_token_info": {"kubeconfig": member["kubeconfig"]},
          "register": "tokens"},
         {"name": "Remove the broken token", "multicluster.fleet.k8s_objects": dict(token, state="absent")},
         {"name": "Write the results", "ansible.builtin.copy": {
             "content": "{{ {'preview': preview, 'created': created, 'again': again, 'removed': removed,"
-                       " 'reads': reads.results, 'tokens': tokens} | to_json }}",
+                       " 'reads': reads.results, 'tokens': tokens, 'retried': retried, 'unknown': unknown,"
+                       " 'exclusive': exclusive, 'secret': secret} | to_json }}",
             "dest": output}},
     ]}]
+
+
+SECRET = "in-worker-s3cret-api-key"
 
 
 def run(lab, tmp_path, label, env=None):
@@ -68,18 +86,20 @@ def essentials(result):
 def both(lab, tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("in-worker")
     in_worker = run(lab, tmp_path, "in-worker")
-    module_process = run(lab, tmp_path, "module-process", env={
-        "ANSIBLE_KEEP_REMOTE_FILES": "1", "ANSIBLE_REMOTE_TMP": str(tmp_path / "remote-tmp")})
+    module_process = run(lab, tmp_path, "module-process", env={"MULTICLUSTER_FLEET_MODULE_PROCESS": "1"})
     return in_worker, module_process
 
 
 def test_on_the_controller_modules_run_in_the_worker(both):
     (_results, output), (_other, other_output) = both
     ours = re.compile(r"^Using module file \S+/multicluster/fleet/plugins/modules/", re.MULTILINE)
-    assert output.count("in a child of the worker (no module process)") == 9  # 7 tasks, one of them a loop of 2
+    # 13 tasks, one of them a loop of 2, another retried once
+    assert output.count("in a child of the worker (no module process)") == 15
     assert not ours.findall(output)
     assert "in a child of the worker" not in other_output
-    assert len(ours.findall(other_output)) == 9
+    assert len(ours.findall(other_output)) == 15
+    assert other_output.count("as a module process: multicluster_fleet_module_process or"
+                              " MULTICLUSTER_FLEET_MODULE_PROCESS is set") == 15
 
 
 def test_results_are_those_of_module_processes(both):
@@ -87,10 +107,43 @@ def test_results_are_those_of_module_processes(both):
     assert results["preview"]["changed"] and results["created"]["changed"] and results["removed"]["changed"]
     assert not results["again"]["changed"]
     assert results["preview"]["diff"]
-    for task in ("preview", "created", "again", "removed", "tokens"):
+    for task in ("preview", "created", "again", "removed", "tokens", "retried", "unknown", "exclusive", "secret"):
         assert essentials(results[task]) == essentials(other[task]), task
     for mine, theirs in zip(results["reads"], other["reads"]):
         assert essentials(mine) == essentials(theirs)
+
+
+def test_failures_are_those_of_module_processes(both):
+    (results, _output), (other, _other_output) = both
+    assert results["unknown"]["failed"] and "Unsupported parameters" in results["unknown"]["msg"]
+    assert results["exclusive"]["failed"] and "mutually exclusive" in results["exclusive"]["msg"]
+    assert results["secret"]["failed"]
+    for task in ("unknown", "exclusive", "secret"):
+        assert results[task]["msg"] == other[task]["msg"]
+
+
+def test_no_log_values_are_masked_as_by_module_processes(both):
+    (results, output), (other, other_output) = both
+    for text in (json.dumps(results), output, json.dumps(other), other_output):
+        assert SECRET not in text
+    assert results["secret"].get("invocation") == other["secret"].get("invocation")
+
+
+def test_a_retried_task_reports_the_change_of_its_first_attempt(both):
+    (results, _output), (other, _other_output) = both
+    for result in (results["retried"], other["retried"]):
+        assert result["attempts"] == 2 and result["changed"] is True, result
+
+
+def test_the_variable_switches_the_controller_side_run_off(lab, tmp_path):
+    done = run_playbook([{"hosts": "localhost", "gather_facts": False,
+                          "vars": {"multicluster_fleet_module_process": True}, "tasks": [
+        {"name": "Read the hub", "multicluster.fleet.cluster_info": {
+            "engine": "karmada", "kubeconfig": lab.clusters["hub"]["kubeconfig"]}}]}],
+        env={"ANSIBLE_VERBOSITY": "3"})
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "running multicluster.fleet.cluster_info as a module process: multicluster_fleet_module_process" in done.stdout
+    assert "in a child of the worker" not in done.stdout
 
 
 def test_warnings_come_with_the_result(both):
@@ -120,7 +173,7 @@ def test_an_interpreter_set_in_the_environment_runs_modules_in_the_worker(lab, t
             "engine": "karmada", "kubeconfig": lab.clusters["hub"]["kubeconfig"]}}]}],
         inventory=str(inventory), env={"ANSIBLE_PYTHON_INTERPRETER": sys.executable, "ANSIBLE_VERBOSITY": "3"})
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "running multicluster.fleet.cluster_info in a child of the worker" in done.stdout
+    assert "running multicluster.fleet.cluster_info on the controller, in a child of the worker" in done.stdout
 
 
 def test_a_task_timeout_leaves_no_module_running(lab, tmp_path):

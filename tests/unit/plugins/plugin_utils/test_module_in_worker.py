@@ -1,93 +1,169 @@
-"""module_in_worker: where a module runs in a child of the worker, and how that child runs it.
+"""module_in_worker: where a module's logic runs on the controller, and that it gives what a module process gives.
 
-``run_in_child`` is exercised with real forks: small ``main`` functions standing for each way a module can end, and
-the collection's cluster_info module itself, whose AnsibleModule reads the arguments encoded as ansible-core encodes
-them and whose result ansible-core's decoder reads back.
+``run_in_child`` is exercised with real forks. :class:`ControllerModule` is compared with ``FleetModule`` (an
+``AnsibleModule``) run in a Python process of its own, as ansible-core runs a module: same arguments, same internal
+arguments, same result - check mode, diff, warnings, no_log masking, validation failures, error tracebacks.
 """
 
-import atexit
 import json
 import os
 import signal
+import subprocess
 import sys
+import textwrap
 import threading
 import types
 
 import pytest
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder
+from ansible.release import __version__ as ansible_version
 
-from ansible_collections.multicluster.fleet.plugins.modules import cluster_info
 from ansible_collections.multicluster.fleet.plugins.plugin_utils import module_in_worker
 from ansible_collections.multicluster.fleet.plugins.plugin_utils.module_in_worker import (
-    PROFILE, ModuleInWorkerAction, run_in_child)
+    ModuleInWorkerAction, run_in_child, run_module)
+
+COLLECTIONS = os.path.join(os.path.dirname(__file__), *[os.pardir] * 4, "output", "collections")
+
+# A module of the collection's shape: module_spec and run; warnings, check mode, diff, no_log, aliases, a failure.
+PROBE = textwrap.dedent('''
+    from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+    from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
-def encoded(args):
-    return json.dumps({"ANSIBLE_MODULE_ARGS": args}, cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)).encode()
+    def module_spec():
+        return dict(argument_spec=dict(
+            name=dict(type="str", required=True),
+            token=dict(type="str", no_log=True),
+            count=dict(type="int", default=1, aliases=["number"]),
+            fail=dict(type="str", choices=["none", "fleet", "bug", "direct"], default="none"),
+            settings=dict(type="dict", options=dict(secret=dict(type="str", no_log=True), size=dict(type="int"))),
+            token_id=dict(type="str"),
+        ), mutually_exclusive=[("token", "token_id")])
 
 
-def decoded(stdout):
-    return json.loads(stdout, cls=get_module_decoder(PROFILE, Direction.MODULE_TO_CONTROLLER))
+    def run(module):
+        params = module.params
+        module.warn("probe %s warns" % params["name"])
+        module.warn("probe %s warns" % params["name"])
+        if params["fail"] == "fleet":
+            raise FleetError("cannot reach %s with %s" % (params["name"], params["token"]), reason="Probe")
+        if params["fail"] == "bug":
+            raise KeyError("missing")
+        if params["fail"] == "direct":
+            module.fail_json(msg="failed directly", detail=params["count"])
+        return dict(changed=not module.check_mode, diff=dict(before="", after=params["name"]) if module._diff else None,
+                    echo=dict(token=params["token"], settings=params["settings"]), count=params["count"])
 
 
-def test_a_module_that_exits_hands_back_its_output_and_exit_code():
-    def main():
-        print('{"changed": true}')
-        sys.exit(3)
+    if __name__ == "__main__":
+        FleetModule(**module_spec()).run(run)
+''')
 
-    assert run_in_child(main, b"", PROFILE) == {"rc": 3, "stdout": '{"changed": true}\n', "stderr": ""}
+INTERNAL = {"_ansible_check_mode": False, "_ansible_diff": False, "_ansible_module_name": "multicluster.fleet.probe"}
+# ansible-core 2.21 and later pass whether the result is to carry the module's arguments (earlier ones always do)
+INJECTS = tuple(int(part) for part in ansible_version.split(".")[:2]) >= (2, 21)
+if INJECTS:
+    INTERNAL["_ansible_inject_invocation"] = True
 
 
-def test_a_module_that_raises_fails_with_its_traceback():
-    def main():
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("probe")
+    path = directory / "fleet_probe.py"
+    path.write_text(PROBE)
+    sys.path.insert(0, str(directory))
+    try:
+        import fleet_probe
+        yield path, fleet_probe
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("fleet_probe", None)
+
+
+def module_process(path, args):
+    """The probe's result from a Python process of its own, as ansible-core's module process gives it."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.abspath(COLLECTIONS)] + sys.path))
+    done = subprocess.run([sys.executable, str(path)], input=json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode(),
+                          capture_output=True, env=env, check=False, timeout=120)
+    assert done.stdout, done.stderr.decode()
+    result = json.loads(done.stdout)
+    # warnings as ansible-core 2.19 and later serialize them (an event with its message), else plain strings
+    if result.get("warnings"):
+        result["warnings"] = [w["event"]["msg"] if isinstance(w, dict) else w for w in result["warnings"]]
+    return result
+
+
+CASES = {
+    "plain": dict(name="east"),
+    "check-mode-diff": dict(name="east", _ansible_check_mode=True, _ansible_diff=True),
+    "no-log": dict(name="east", token="s3cret-token", settings=dict(secret="hush-hush", size=2)),
+    "alias": dict(name="east", number=3),
+    "option-and-alias": dict(name="east", count=2, number=3),
+    "fleet-error": dict(name="east", token="s3cret-token", fail="fleet"),
+    "fleet-error-traceback": dict(name="east", fail="fleet", _ansible_tracebacks_for=["error"]),
+    "bug": dict(name="east", fail="bug"),
+    "direct-failure": dict(name="east", fail="direct"),
+    "unsupported": dict(name="east", colour="blue"),
+    "mutually-exclusive": dict(name="east", token="s3cret-token", token_id="abcdef"),
+    "missing-required": dict(token="s3cret-token"),
+    "wrong-type": dict(name="east", count="many"),
+    "bad-choice": dict(name="east", fail="sometimes"),
+}
+if INJECTS:
+    CASES["no-invocation"] = dict(name="east", _ansible_inject_invocation=False)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_controller_module_gives_what_the_module_process_gives(probe, case):
+    path, module = probe
+    args = dict(INTERNAL, **CASES[case])
+    expected = module_process(path, args)
+    internal = dict((key, value) for key, value in args.items() if key.startswith("_ansible_"))
+    params = dict((key, value) for key, value in args.items() if not key.startswith("_ansible_"))
+    result = run_in_child(lambda: run_module(module, params, internal))
+    if "exception" in expected:  # the same traceback but for the frames of the two ways of calling the module
+        assert expected["exception"].splitlines()[-1] == result["exception"].splitlines()[-1]
+        expected["exception"] = result["exception"] = "traceback"
+    assert result == expected
+
+
+def test_no_log_values_are_masked(probe):
+    _path, module = probe
+    result = run_in_child(lambda: run_module(module, dict(name="east", token="s3cret-token", fail="fleet"), INTERNAL))
+    assert "s3cret-token" not in json.dumps(result)
+    assert result["msg"] == "cannot reach east with ********"
+
+
+def test_an_exception_in_the_child_fails_with_its_traceback():
+    def broken():
         raise ValueError("broken module")
 
-    report = run_in_child(main, b"", PROFILE)
-    assert report["rc"] == 1 and report["stdout"] == ""
-    assert "Traceback" in report["stderr"] and "ValueError: broken module" in report["stderr"]
+    result = run_in_child(broken)
+    assert result["failed"] is True and "broken module" in result["msg"]
+    assert "ValueError: broken module" in result["exception"]
 
 
-def test_a_module_that_returns_without_exiting_fails():
-    report = run_in_child(lambda: None, b"", PROFILE)
-    assert report["rc"] == 1
-    assert "returned without exit_json or fail_json" in report["stderr"]
+def test_a_child_that_dies_without_a_result_fails():
+    result = run_in_child(lambda: os._exit(7))
+    assert result["failed"] is True and result["rc"] == 7
 
 
-def test_a_child_that_dies_without_a_report_gives_its_exit_status():
-    report = run_in_child(lambda: os._exit(7), b"", PROFILE)
-    assert report == {"rc": 7, "stdout": "", "stderr": "the module's process ended without a result"}
-
-
-def test_the_environment_is_set_for_the_module_alone():
+def test_the_environment_is_set_for_the_child_alone():
     os.environ.pop("FLEET_TEST_IN_WORKER", None)
-
-    def main():
-        print(os.environ.get("FLEET_TEST_IN_WORKER"))
-        sys.exit(0)
-
-    assert run_in_child(main, b"", PROFILE, {"FLEET_TEST_IN_WORKER": "child"})["stdout"] == "child\n"
+    result = run_in_child(lambda: {"seen": os.environ.get("FLEET_TEST_IN_WORKER")}, {"FLEET_TEST_IN_WORKER": "child"})
+    assert result == {"seen": "child"}
     assert "FLEET_TEST_IN_WORKER" not in os.environ
 
 
-def test_exit_handlers_of_the_module_run_and_those_of_the_worker_do_not(tmp_path):
-    worker_mark, module_mark = tmp_path / "worker", tmp_path / "module"
+def test_what_the_child_prints_goes_nowhere(capfd):
+    def noisy():
+        print("to stdout")
+        sys.stderr.write("to stderr\n")
+        return {"changed": False}
 
-    def in_worker():
-        worker_mark.write_text("ran")
-
-    def main():
-        atexit.register(module_mark.write_text, "ran")
-        sys.exit(0)
-
-    atexit.register(in_worker)
-    try:
-        assert run_in_child(main, b"", PROFILE)["rc"] == 0
-    finally:
-        atexit.unregister(in_worker)
-    assert module_mark.read_text() == "ran"
-    assert not worker_mark.exists()
+    assert run_in_child(noisy) == {"changed": False}
+    out, err = capfd.readouterr()
+    assert "to stdout" not in out and "to stderr" not in err
 
 
 def test_a_child_still_running_when_the_wait_is_interrupted_is_killed(tmp_path):
@@ -115,46 +191,12 @@ def test_a_child_still_running_when_the_wait_is_interrupted_is_killed(tmp_path):
     watcher.start()
     try:
         with pytest.raises(Interrupted):
-            run_in_child(main, b"", PROFILE)
+            run_in_child(main)
     finally:
         watcher.join()
         signal.signal(signal.SIGUSR1, previous)
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid_file.read_text()), 0)  # killed and reaped
-
-
-def test_a_real_module_reads_its_arguments_and_reports_as_from_a_module_process(tmp_path):
-    """cluster_info with a kubeconfig that does not exist: AnsibleModule parses the arguments and fails cleanly."""
-    missing = str(tmp_path / "missing.kubeconfig")
-    report = run_in_child(cluster_info.main, encoded({"engine": "karmada", "kubeconfig": missing,
-                                                      "_ansible_check_mode": False}), PROFILE)
-    result = decoded(report["stdout"])
-    assert report["rc"] == 1 and report["stderr"] == ""
-    assert result["failed"] is True
-    assert missing in result["msg"]
-    assert result["invocation"]["module_args"]["engine"] == "karmada"
-
-
-def test_warnings_and_deprecations_go_with_the_result():
-    """As from a module process - not to the display of the controller process the child was forked from."""
-    def main():
-        module = AnsibleModule(argument_spec={})
-        module.warn("a warning of the module")
-        module.deprecate("a deprecation of the module", version="99.0.0", collection_name="multicluster.fleet")
-        module.exit_json(changed=False)
-
-    report = run_in_child(main, encoded({}), PROFILE)
-    result = decoded(report["stdout"])
-    assert report["rc"] == 0, report
-    assert [warning.event.msg for warning in result["warnings"]] == ["a warning of the module"]
-    assert [deprecation.event.msg for deprecation in result["deprecations"]] == ["a deprecation of the module"]
-
-
-def test_a_real_module_rejects_an_unknown_option_as_it_would_in_its_own_process():
-    report = run_in_child(cluster_info.main, encoded({"engine": "karmada", "colour": "blue"}), PROFILE)
-    result = decoded(report["stdout"])
-    assert report["rc"] == 1
-    assert "Unsupported parameters" in result["msg"] and "colour" in result["msg"]
 
 
 class Templar:
@@ -164,49 +206,105 @@ class Templar:
         return sys.executable if value == "{{ ansible_playbook_python }}" else value
 
 
-def action(transport="local", become=False, async_val=0, delegate_to=None, environment=None):
+def action(transport="local", become=False, async_val=0, delegate_to=None, environment=None, args=None,
+           internal=None):
     task = types.SimpleNamespace(async_val=async_val, delegate_to=delegate_to, action="multicluster.fleet.cluster_info",
-                                 environment=environment or [])
+                                 environment=environment or [], args=args or {"engine": "karmada"})
     connection = types.SimpleNamespace(transport=transport, _shell=types.SimpleNamespace(env_prefix=lambda **kw: ""))
-    return ModuleInWorkerAction(task, connection, types.SimpleNamespace(become=become), None, Templar())
+    made = ModuleInWorkerAction(task, connection, types.SimpleNamespace(become=become), None, Templar())
+    made.__class__ = type("ActionModule", (ModuleInWorkerAction,),
+                          {"__module__": "ansible_collections.multicluster.fleet.plugins.action.cluster_info"})
+    made._update_module_args = lambda name, args, task_vars: args.update(dict(INTERNAL, **(internal or {})))
+    return made
 
 
 IN_WORKER = {"ansible_python_interpreter": "{{ ansible_playbook_python }}"}
 
 
 @pytest.mark.parametrize("made, task_vars, wrap_async, expected", [
-    (action(), IN_WORKER, False, True),
-    (action(), {"ansible_python_interpreter": sys.executable}, False, True),
-    (action(), {"ansible_python_interpreter": "/usr/bin/python3-elsewhere"}, False, False),
-    (action(), {}, False, False),  # interpreter discovery decides: a module process
-    (action(transport="ssh"), IN_WORKER, False, False),
-    (action(become=True), IN_WORKER, False, False),
-    (action(async_val=30), IN_WORKER, False, False),
-    (action(), IN_WORKER, True, False),
-    (action(delegate_to="localhost"), {"ansible_delegated_vars": {"localhost": IN_WORKER}}, False, True),
-    (action(delegate_to="bastion"), dict(IN_WORKER, ansible_delegated_vars={"bastion": {}}), False, False),
+    (action(), IN_WORKER, False, None),
+    (action(), {"ansible_python_interpreter": sys.executable}, False, None),
+    (action(), {"ansible_python_interpreter": "/usr/bin/python3-elsewhere"}, False, "the interpreter is"),
+    (action(), {}, False, "the interpreter is auto"),  # interpreter discovery decides: a module process
+    (action(transport="ssh"), IN_WORKER, False, "the connection is ssh"),
+    (action(become=True), IN_WORKER, False, "become"),
+    (action(async_val=30), IN_WORKER, False, "async"),
+    (action(), IN_WORKER, True, "async"),
+    (action(delegate_to="localhost"), {"ansible_delegated_vars": {"localhost": IN_WORKER}}, False, None),
+    (action(delegate_to="bastion"), dict(IN_WORKER, ansible_delegated_vars={"bastion": {}}), False, "interpreter"),
+    (action(), dict(IN_WORKER, multicluster_fleet_module_process=True), False, "multicluster_fleet_module_process"),
+    (action(), dict(IN_WORKER, multicluster_fleet_module_process="yes"), False, "module_process"),
+    (action(), dict(IN_WORKER, multicluster_fleet_module_process=False), False, None),
 ], ids=["playbook-python", "same-path", "other-python", "discovered", "ssh", "become", "async", "wrapped-async",
-        "delegated-here", "delegated-elsewhere"])
-def test_where_the_module_runs_in_the_worker(made, task_vars, wrap_async, expected):
-    assert made._runs_in_worker(task_vars, wrap_async) is expected
+        "delegated-here", "delegated-elsewhere", "switched-off", "switched-off-yes", "switch-false"])
+def test_where_the_module_runs(made, task_vars, wrap_async, expected):
+    reason = made._module_process_reason(task_vars, wrap_async)
+    if expected is None:
+        assert reason is None
+    else:
+        assert expected in reason
+
+
+def test_the_environment_variable_switches_the_controller_side_run_off(monkeypatch):
+    monkeypatch.setenv("MULTICLUSTER_FLEET_MODULE_PROCESS", "1")
+    assert "MULTICLUSTER_FLEET_MODULE_PROCESS" in action()._module_process_reason(IN_WORKER, False)
+    monkeypatch.setenv("MULTICLUSTER_FLEET_MODULE_PROCESS", "false")
+    assert action()._module_process_reason(IN_WORKER, False) is None
+    # the variable, where set, decides
+    assert action()._module_process_reason(dict(IN_WORKER, multicluster_fleet_module_process=True), False)
 
 
 @pytest.mark.parametrize("configured, expected", [(sys.executable, True), ("/usr/bin/python3-elsewhere", False)])
 def test_an_interpreter_from_the_configuration_counts_as_a_host_variable(monkeypatch, configured, expected):
     """ANSIBLE_PYTHON_INTERPRETER (or interpreter_python in ansible.cfg) where the host sets none."""
     monkeypatch.setenv("ANSIBLE_PYTHON_INTERPRETER", configured)
-    assert action()._runs_in_worker({}, False) is expected
-    assert action()._runs_in_worker({"ansible_python_interpreter": "/usr/bin/python3-elsewhere"}, False) is False
+    assert (action()._module_process_reason({}, False) is None) is expected
+    assert action()._module_process_reason({"ansible_python_interpreter": "/usr/bin/python3-elsewhere"}, False)
 
 
 def test_kept_remote_files_mean_a_module_process(monkeypatch):
     monkeypatch.setattr(module_in_worker.C, "DEFAULT_KEEP_REMOTE_FILES", True)
-    assert action()._runs_in_worker(IN_WORKER, False) is False
+    assert "ANSIBLE_KEEP_REMOTE_FILES" in action()._module_process_reason(IN_WORKER, False)
 
 
-def test_the_task_environment_reaches_the_module_as_strings_later_entries_winning():
-    made = action(environment=[{"K8S_AUTH_CONTEXT": "hub", "FLEET_RETRIES": 3}, {"K8S_AUTH_CONTEXT": "other", "FLAG": True}])
-    assert made._task_environment() == {"K8S_AUTH_CONTEXT": "other", "FLEET_RETRIES": "3", "FLAG": "True"}
+def test_the_plan_holds_the_arguments_the_module_process_would_get():
+    plan, reason = action(args={"engine": "ocm", "wait": True})._controller_plan(None, IN_WORKER)
+    assert reason is None
+    module, params, internal = plan
+    assert module.__name__ == "ansible_collections.multicluster.fleet.plugins.modules.cluster_info"
+    assert params == {"engine": "ocm", "wait": True}
+    assert internal == INTERNAL
+
+
+@pytest.mark.parametrize("made, expected", [
+    (action(internal={"_ansible_new_in_next_release": 1}), "_ansible_new_in_next_release"),
+    (action(internal={"_ansible_ignore_unknown_opts": True}), "unknown options are to be ignored"),
+    (action(args={"engine": "karmada", "kubeconfig": "a", "verify_ssl": False, "validate_certs": True}), None),
+], ids=["unknown-internal-argument", "ignore-unknown-opts", "top-level-alias"])
+def test_what_the_controller_side_run_does_not_reproduce_runs_as_a_module_process(made, expected):
+    plan, reason = made._controller_plan(None, IN_WORKER)
+    if expected is None:
+        assert plan is not None and reason is None
+    else:
+        assert plan is None and expected in reason
+
+
+def test_a_suboption_given_with_its_alias_runs_as_a_module_process():
+    """ansible-core warns of it from inside its validator, where the controller-side run cannot collect it."""
+    spec = {"member": {"type": "dict", "options": {"ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]}}}}
+    assert "member.ca_cert" in module_in_worker.spec_problem(spec, {"member": {"ca_cert": "a", "ssl_ca_cert": "b"}})
+    assert module_in_worker.spec_problem(spec, {"member": {"ssl_ca_cert": "b"}}) is None
+    assert "deprecated" in module_in_worker.spec_problem({"old": {"type": "str", "removed_in_version": "9.0.0"}}, {})
+
+
+def test_every_module_of_the_collection_has_an_action_plugin_that_can_run_it_on_the_controller():
+    root = os.path.join(os.path.dirname(module_in_worker.__file__), os.pardir)
+    modules = sorted(name for name in os.listdir(os.path.join(root, "modules")) if name.endswith(".py"))
+    assert sorted(name for name in os.listdir(os.path.join(root, "action")) if name.endswith(".py")) == modules
+    for name in modules:
+        module = __import__("ansible_collections.multicluster.fleet.plugins.modules.%s" % name[:-3], fromlist=["x"])
+        spec = module.module_spec()
+        assert callable(module.run) and module_in_worker.spec_problem(spec["argument_spec"], {}) is None, name
 
 
 def test_a_retried_task_reports_the_change_of_an_earlier_attempt(monkeypatch):
