@@ -39,7 +39,7 @@ def convert(name, executable):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--check", action="store_true", help="only compare, write nothing")
     args = parser.parse_args()
     executable = pandoc()

@@ -95,14 +95,14 @@ def imported(tmp_path_factory):
 
 
 def test_import_succeeds_without_errors_or_warnings(imported):
-    lines, _ = imported
+    lines = imported[0]
     assert "Importer processing completed successfully" in lines
     reported = [line for line in lines if re.match(r"^(WARNING|ERROR|CRITICAL)\b", line)]
     assert sorted(set(reported) - PLACEHOLDER_PATH_LINES) == []
 
 
 def test_metadata(imported):
-    _, result = imported
+    result = imported[1]
     galaxy = _galaxy_yml()
     metadata = result["metadata"]
     assert (metadata["namespace"], metadata["name"], metadata["version"]) == (galaxy["namespace"], galaxy["name"],
@@ -113,7 +113,7 @@ def test_metadata(imported):
 
 
 def test_every_plugin_and_role_is_documented(imported):
-    _, result = imported
+    result = imported[1]
     contents = {(c["content_type"], c["content_name"]): c for c in result["docs_blob"]["contents"]}
     modules = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules"))
                      if f.endswith(".py") and not f.startswith("_"))
