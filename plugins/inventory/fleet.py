@@ -209,6 +209,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                                           self.get_option("hub_apiserver"), self.get_option("hub_vars"))
         except FleetError as exc:
             raise AnsibleParserError("%s: %s" % (path, exc.msg))
+        for warning in fleet.warnings:
+            display.warning("%s: %s" % (path, warning))
         self._populate(fleet)
 
     def _clusters(self, path, cache, engine, hub_options):

@@ -41,9 +41,6 @@ def check_cluster_names(engine, clusters):
         raise FleetError("clusters is empty: name the member clusters to accept")
     for name in clusters:
         fleet.validate_cluster_name(engine, name)
-        if engine == "karmada" and karmada.agent_user(name) == csrs.KARMADA_RBAC_GENERATOR:
-            raise FleetError("refusing cluster name %r: %s is karmadactl's all-powerful helper identity, not an agent's"
-                             % (name, csrs.KARMADA_RBAC_GENERATOR))
 
 
 def belongs_to(engine, cluster, csr, common_name):

@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - pki.require_cryptography() reports it 
 
 ENGINES = ("karmada", "ocm")
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.
-KARMADA_RBAC_GENERATOR = karmada.agent_user("rbac-generator")
+KARMADA_RBAC_GENERATOR = karmada.RBAC_GENERATOR
 # Bootstrap tokens authenticate as system:bootstrap:<token-id> in group system:bootstrappers.
 BOOTSTRAP_USER_RE = re.compile(r"^system:bootstrap:[a-z0-9]{6}$")
 BOOTSTRAP_GROUP = "system:bootstrappers"

@@ -70,13 +70,14 @@ class Host:
 
 class Fleet:
     """The inventory of one hub: ``hub`` and ``members`` (:class:`Host`), ``groups`` (every group name,
-    whether it holds a host or not) and ``group_vars`` (group name -> variables)."""
+    whether it holds a host or not), ``group_vars`` (group name -> variables) and ``warnings`` (clusters left out)."""
 
-    def __init__(self, hub, members, groups, group_vars):
+    def __init__(self, hub, members, groups, group_vars, warnings=()):
         self.hub = hub
         self.members = members
         self.groups = groups
         self.group_vars = group_vars
+        self.warnings = list(warnings)
 
 
 class MemberMapping:
@@ -192,10 +193,28 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
         raise FleetError("engine must be one of %s, got %r" % (", ".join(fleet.ENGINES), engine))
     if not isinstance(hub_vars or {}, dict):
         raise FleetError("hub_vars must be a dictionary of variables, got %r" % (hub_vars,))
-    observed = dict((cluster["name"], cluster) for cluster in clusters)
-    if hub_host in observed or hub_host in mapping.declared():
+    all_groups = ([HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES]
+                  + [ready_group(True), ready_group(False)])
+    if hub_host in all_groups:
+        raise FleetError("hub_host %r is the name of a group of this inventory; set hub_host to another name" % hub_host)
+    if hub_host in mapping.declared():
         raise FleetError("the hub's host name %r is also the name of a member cluster; set hub_host to another name"
                          % hub_host)
+    reserved = set([hub_host] + all_groups)
+    clashing = sorted(reserved & set(mapping.declared()))
+    if clashing:
+        raise FleetError("members declares %s, the name of a group of this inventory; a member cluster cannot be named so"
+                         % ", ".join(clashing))
+    # A cluster on the hub may be named by anyone who can create one (a pull agent, a join token holder): one named
+    # like the hub host or a group is left out, never allowed to replace the hub or fail the whole inventory.
+    observed, warnings = {}, []
+    for cluster in clusters:
+        if cluster["name"] in reserved:
+            warnings.append("cluster %r on the hub is left out: %s" % (cluster["name"], (
+                "the inventory's hub host has that name (rename the cluster, or set hub_host to another name)"
+                if cluster["name"] == hub_host else "a group of the inventory has that name (rename the cluster)")))
+        else:
+            observed[cluster["name"]] = cluster
     settings = hub_settings(hub_options)
     if hub_apiserver:
         settings["hub_apiserver"] = hub_apiserver
@@ -207,7 +226,6 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
         groups = [MEMBERS_GROUP, engine_group(engine), mode_group(variables["registration_mode"]),
                   ready_group(variables["fleet_ready"])]
         members.append(Host(name, variables, groups))
-    groups = [HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES] + [ready_group(True), ready_group(False)]
     group_vars = {engine_group(engine): {"fleet_engine": engine},
                   MEMBERS_GROUP: {"fleet_hub": dict(settings, name=hub_host)}}
-    return Fleet(hub, members, groups, group_vars)
+    return Fleet(hub, members, all_groups, group_vars, warnings)

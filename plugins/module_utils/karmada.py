@@ -24,6 +24,8 @@ WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
 # The agent's identity on the hub: its client certificate's subject.
 AGENT_USER_PREFIX = "system:karmada:agent:"
 AGENTS_GROUP = "system:karmada:agents"
+# The identity karmadactl register gives its short-lived, all-powerful RBAC helper certificate: never an agent's.
+RBAC_GENERATOR = AGENT_USER_PREFIX + "rbac-generator"
 DEFAULT_CERT_EXPIRATION_SECONDS = 365 * 24 * 3600
 # Where the agent runs on the member, and the kubeconfig it reads (karmadactl register's names).
 AGENT_NAMESPACE = "karmada-system"
@@ -31,22 +33,43 @@ AGENT_NAME = "karmada-agent"  # Deployment, ClusterRole and ClusterRoleBinding
 AGENT_SERVICE_ACCOUNT = "karmada-agent-sa"
 AGENT_KUBECONFIG_SECRET = "karmada-kubeconfig"  # also the key inside the Secret
 AGENT_KUBECONFIG_CLUSTER = "karmada-apiserver"
-# Hub-side permissions of the agent: karmadactl register's rules for the cluster-wide role, minus
-# secrets and works, which the agent gets only in its own namespaces (least privilege).
-AGENT_CLUSTER_RULES = [
-    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
-     "verbs": ["create", "get", "list", "watch", "delete", "update", "patch"]},
-    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "verbs": ["update", "patch"]},
-    {"apiGroups": ["config.karmada.io"],
-     "resources": ["resourceinterpreterwebhookconfigurations", "resourceinterpretercustomizations"],
-     "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
-    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
-    {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "create"]},
-    {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
-    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
-]
-AGENT_SECRET_RULES = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
+# Hub-side permissions of an agent (docs/architecture.md, "Least privilege"): karmadactl register's rules, every verb
+# that can name an object limited to the agent's own (its Cluster, its Secrets, its Lease); ``create``, ``list`` and
+# ``watch``, which cannot be limited by name, only where the agent needs them. Secrets and Works only in its own
+# namespaces. An agent can neither read nor change another member's objects.
+
+
+def agent_cluster_rules(cluster_name):
+    """The agent's cluster-wide rules: its own Cluster and its status, and what every agent reads."""
+    own = [cluster_name]
+    return [
+        {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "resourceNames": own,
+         "verbs": ["get", "update", "patch", "delete"]},
+        {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["create", "list", "watch"]},
+        {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "resourceNames": own,
+         "verbs": ["update", "patch"]},
+        {"apiGroups": ["config.karmada.io"],
+         "resources": ["resourceinterpreterwebhookconfigurations", "resourceinterpretercustomizations"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+        {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["get", "create"]},
+        {"apiGroups": [""], "resources": ["services"], "verbs": ["list", "watch"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+    ]
+
+
+def agent_secret_rules(cluster_name):
+    """The agent's rules in the credential namespace: its own Secrets and Lease (the Cluster's heartbeat)."""
+    return [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [cluster_name, impersonator_secret_name(cluster_name)],
+         "verbs": ["get", "patch", "update"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [cluster_name],
+         "verbs": ["get", "update"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    ]
+
+
 AGENT_WORK_RULES = [
     {"apiGroups": ["work.karmada.io"], "resources": ["works"],
      "verbs": ["get", "create", "list", "watch", "update", "delete"]},
@@ -83,8 +106,9 @@ def agent_hub_objects(cluster_name):
     es_namespace = execution_namespace(cluster_name)
     return ([(resources.NAMESPACE, system_namespace(DEFAULT_CLUSTER_NAMESPACE)),
              (resources.NAMESPACE, {"metadata": {"name": es_namespace}})]
-            + _role_and_binding(agent_role_name(cluster_name), None, AGENT_CLUSTER_RULES, user)
-            + _role_and_binding(agent_role_name(cluster_name, "-secret"), DEFAULT_CLUSTER_NAMESPACE, AGENT_SECRET_RULES, user)
+            + _role_and_binding(agent_role_name(cluster_name), None, agent_cluster_rules(cluster_name), user)
+            + _role_and_binding(agent_role_name(cluster_name, "-secret"), DEFAULT_CLUSTER_NAMESPACE,
+                                agent_secret_rules(cluster_name), user)
             + _role_and_binding(agent_role_name(cluster_name, "-work"), es_namespace, AGENT_WORK_RULES, user))
 
 
@@ -259,11 +283,15 @@ def execution_namespace(cluster_name):
 
 
 def validate_cluster_name(name):
-    """Raise :class:`FleetError` unless ``name`` is a DNS-1123 label of 1 to 48 characters (Karmada's rule)."""
-    if not name or len(name) > CLUSTER_NAME_MAX_LENGTH or not DNS1123_LABEL_RE.match(name):
+    """Raise :class:`FleetError` unless ``name`` is a DNS-1123 label of 1 to 48 characters (Karmada's rule) whose agent
+    identity is an agent's: ``rbac-generator`` would be karmadactl's all-powerful helper (:data:`RBAC_GENERATOR`)."""
+    if not isinstance(name, str) or not name or len(name) > CLUSTER_NAME_MAX_LENGTH or not DNS1123_LABEL_RE.match(name):
         raise FleetError("invalid cluster name %r: Karmada cluster names are DNS-1123 labels (lowercase letters, "
                          "digits and '-', starting and ending with a letter or digit) of 1 to %d characters"
                          % (name, CLUSTER_NAME_MAX_LENGTH))
+    if agent_user(name) == RBAC_GENERATOR:
+        raise FleetError("refusing cluster name %r: %s is karmadactl's all-powerful helper identity, not an agent's"
+                         % (name, RBAC_GENERATOR))
 
 
 def validate_cluster_namespace(namespace):

@@ -75,6 +75,7 @@ options:
   cluster_name:
     description:
       - The member's name on the hub. A DNS-1123 label of at most 48 (Karmada) or 63 (OCM) characters.
+      - Karmada refuses V(rbac-generator), whose agent identity would be karmadactl's all-powerful RBAC helper.
     type: str
     required: true
   state:
@@ -309,7 +310,10 @@ notes:
   - The hub-side agent RBAC (Karmada) - namespaces C(karmada-cluster) and C(karmada-es-<cluster>), ClusterRole and
     ClusterRoleBinding C(system:karmada:<cluster>:agent) for user C(system:karmada:agent:<cluster>) with the cluster-wide
     rules of C(karmadactl register) except secrets and works, Role and RoleBinding C(system:karmada:<cluster>:agent-secret)
-    (secrets in C(karmada-cluster)) and C(system:karmada:<cluster>:agent-work) (works in C(karmada-es-<cluster>)).
+    (its own Secrets and Lease in C(karmada-cluster)) and C(system:karmada:<cluster>:agent-work) (works in
+    C(karmada-es-<cluster>)). Every verb that can name an object is limited to the agent's own (its Cluster, its
+    Secrets, its Lease): one member's agent can neither read another member's stored credentials nor change its
+    Cluster. Each run writes these roles, so roles an earlier version wrote more broadly are narrowed.
   - Without O(hub), Karmada registration writes only the member side; the agent fails at start until the hub-side RBAC
     exists. O(state=absent) without O(hub) warns that the hub still lists the cluster.
   - The karmada-agent Deployment itself and the klusterlet operator are installed by the role
@@ -492,6 +496,15 @@ csr_name:
   returned: when O(state=present)
   type: str
   sample: member2-x7k2p
+csr_resumed:
+  description:
+    - Karmada, with RV(csr_name) set - whether that CSR is one an earlier run posted and this run resumed (V(true)),
+      perhaps approved already, rather than a new one (V(false)); null when no CSR was needed.
+    - A task approving the CSR (M(multicluster.fleet.csr_accept)) sets O(multicluster.fleet.csr_accept#module:expect_new_csr)
+      only for a new one.
+  returned: when O(state=present) and O(engine=karmada)
+  type: bool
+  sample: false
 accepted:
   description:
     - With O(accept), the acceptance of the cluster on the hub, as an entry of the C(clusters) that

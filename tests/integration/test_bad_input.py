@@ -111,6 +111,9 @@ ROWS = [
     ("cluster_register", "64-character OCM cluster name", lambda c: dict(engine="ocm", cluster_name="m" * 64,
                                                                          ca_cert_hashes=[]), ["of 1 to 63 characters"]),
     ("cluster_register", "empty cluster name", lambda c: dict(cluster_name=""), ["invalid cluster name ''"]),
+    # the agent identity of a Karmada cluster so named would be karmadactl's all-powerful RBAC helper's
+    ("cluster_register", "cluster named rbac-generator", lambda c: dict(cluster_name="rbac-generator"),
+     ["refusing cluster name 'rbac-generator'", "system:karmada:agent:rbac-generator", "all-powerful helper identity"]),
     ("csr_accept", "uppercase cluster name", lambda c: dict(clusters=["Member2"]), ["invalid cluster name 'Member2'"]),
     ("csr_accept", "64-character OCM cluster name", lambda c: dict(engine="ocm", clusters=["m" * 64]), ["of 1 to 63 characters"]),
     ("csr_accept", "empty cluster name", lambda c: dict(clusters=[""]), ["invalid cluster name ''"]),

@@ -269,10 +269,11 @@ def test_karmada_registration_end_to_end(lab, hub_api, karmada_env, karmada_regi
             "spec": {"workload": {"manifests": []}}}
     assert status_of(lambda: agent.request("GET", karmada.CLUSTER.path()))[0] == 200
     assert status_of(lambda: agent.request("POST", karmada.WORK.path(es), body=work))[0] == 200
-    assert status_of(lambda: agent.request("GET", SECRET.path("karmada-cluster", "absent-secret")))[0] == 404
+    assert status_of(lambda: agent.request("GET", SECRET.path("karmada-cluster", K_NAME)))[0] == 404  # its own, none yet
     # ... and nothing more: the answers name the agent's identity
     for forbidden in (lambda: agent.request("GET", SECRET.path("kube-system", "bootstrap-token-" + karmada_env[0]["token"].split(".")[0])),
                       lambda: agent.request("GET", SECRET.path("karmada-cluster")),
+                      lambda: agent.request("GET", SECRET.path("karmada-cluster", "absent-secret")),
                       lambda: agent.request("GET", karmada.WORK.path(karmada.execution_namespace("someone-else"))),
                       lambda: agent.request("POST", NAMESPACE.path(), body={"metadata": {"name": "reg-k1-probe"}})):
         status, message = status_of(forbidden)

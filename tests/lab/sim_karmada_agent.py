@@ -11,7 +11,9 @@ Cluster has the member's id (the UID of its ``kube-system`` namespace), then cre
 ``<cluster>`` - or updates it, as the real agent's CreateOrUpdate does - with ``syncMode: Pull``,
 ``apiEndpoint``, ``proxyURL`` (``--proxy-server-address``; empty removes it) and ``id`` (and provider,
 region, zones when given), and keeps its status: ``kubernetesVersion`` and condition ``Ready``
-(reason ``ClusterReady``). A changed kubeconfig Secret or Deployment restarts it (a new pod).
+(reason ``ClusterReady``), and renews its Lease ``karmada-cluster/<cluster>`` (owned by the Cluster; created when
+missing, renewed every ``LEASE_RENEW_SECONDS``) as the real agent's cluster lease controller does. A changed
+kubeconfig Secret or Deployment restarts it (a new pod).
 
 Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:agent``) it fails as
 the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
@@ -26,16 +28,20 @@ Command line (until interrupted)::
 """
 
 import base64
+import datetime
 import json
 import sys
 
 import lab
-from sim_base import AgentClient, Simulation, get_or_none, run_cli, set_condition
+from sim_base import AgentClient, Simulation, get_or_none, micro_now, parse_time, run_cli, set_condition
 from sim_operators import unpullable_images
 
 AGENT_NAMESPACE = "karmada-system"
 KUBECONFIG_SECRET = "karmada-kubeconfig"
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
+LEASE_NAMESPACE = "karmada-cluster"
+LEASES = f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases"
+LEASE_RENEW_SECONDS = 10  # a quarter of the Lease's 40 s, as the real agent renews it
 
 
 class SimulatedKarmadaAgent(Simulation):
@@ -123,7 +129,23 @@ class SimulatedKarmadaAgent(Simulation):
         if changed or status.get("kubernetesVersion") != version:
             cluster["status"] = dict(status, conditions=conditions, kubernetesVersion=version)
             hub.put(f"{CLUSTERS}/{self.cluster_name}/status", cluster)
+        self._renew_lease(hub, cluster)
         self.status = f"registered as Cluster {self.cluster_name} (Pull)"
+
+    def _renew_lease(self, hub, cluster):
+        """The cluster's heartbeat, Lease ``karmada-cluster/<cluster>`` (Karmada's NamespaceClusterLease)."""
+        path = f"{LEASES}/{self.cluster_name}"
+        lease = get_or_none(hub, path)
+        if lease is None:
+            hub.post(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {
+                "name": self.cluster_name, "namespace": LEASE_NAMESPACE,
+                "ownerReferences": [{"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                                     "name": self.cluster_name, "uid": cluster["metadata"]["uid"]}]},
+                "spec": {"holderIdentity": self.cluster_name, "leaseDurationSeconds": 40, "renewTime": micro_now()}})
+        elif (datetime.datetime.now(datetime.timezone.utc)
+              - parse_time(lease["spec"]["renewTime"])).total_seconds() >= LEASE_RENEW_SECONDS:
+            lease["spec"]["renewTime"] = micro_now()
+            hub.put(path, lease)
 
 
 def _arguments(parser):

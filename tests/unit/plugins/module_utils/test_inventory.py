@@ -93,11 +93,24 @@ class TestGrouping:
         assert (member.vars["registration_mode"], member.vars["region"], member.vars["fleet_mode"]) == ("pull", "mine", "Push")
         assert "mode_pull" in member.groups
 
-    def test_hub_host_must_not_be_a_member(self):
-        with pytest.raises(FleetError, match="hub's host name 'm1' is also the name of a member cluster; set hub_host"):
-            inventory.build("karmada", observed("karmada", karmada("m1")), inventory.MemberMapping(), "m1", {})
-        with pytest.raises(FleetError, match="hub's host name 'x'"):
+    def test_hub_host_must_not_be_a_declared_member_or_a_group(self):
+        with pytest.raises(FleetError, match="hub's host name 'x' is also the name of a member cluster; set hub_host"):
             inventory.build("karmada", [], inventory.MemberMapping([{"name": "x"}]), "x", {})
+        with pytest.raises(FleetError, match="hub_host 'members' is the name of a group of this inventory"):
+            inventory.build("karmada", [], inventory.MemberMapping(), "members", {})
+        with pytest.raises(FleetError, match="members declares hub, the name of a group of this inventory"):
+            inventory.build("karmada", [], inventory.MemberMapping([{"name": "hub"}]), "h", {})
+
+    def test_a_cluster_on_the_hub_named_like_the_hub_host_or_a_group_is_left_out(self):
+        # Anyone who may create a Cluster on the hub (a pull agent) chooses its name: it must not break the inventory.
+        clusters = observed("karmada", karmada("m1"), karmada("h"), karmada("members"), karmada("m2"))
+        fleet = inventory.build("karmada", clusters, inventory.MemberMapping(), "h", {})
+        assert [m.name for m in fleet.members] == ["m1", "m2"]
+        assert fleet.hub.name == "h" and fleet.hub.groups == ["hub", "engine_karmada"]
+        assert fleet.warnings == [
+            "cluster 'h' on the hub is left out: the inventory's hub host has that name (rename the cluster, or set "
+            "hub_host to another name)",
+            "cluster 'members' on the hub is left out: a group of the inventory has that name (rename the cluster)"]
 
     def test_unknown_engine(self):
         with pytest.raises(FleetError, match="engine must be one of karmada, ocm, got 'kcp'"):

@@ -1,0 +1,273 @@
+"""Least privilege on the hub, on the lab: every identity site.yml leaves a member (its agent's hub credentials) and the
+join token reach only their own objects on the hub. Each check is made twice, as ``kubectl auth can-i`` makes it (a
+SelfSubjectAccessReview) and as a real request, and each identity is also shown to reach its own objects, so that a
+broken identity cannot pass for an isolated one.
+
+Karmada: member2 registered by pull against member1 joined by push (its stored ServiceAccount token is admin on
+member1), then both members by pull, each against the other; and a fleet whose agent roles an earlier version wrote
+(every Cluster, every Secret of karmada-cluster) loses them on the next site.yml run. OCM: both members by pull, each
+agent against the other.
+"""
+
+import base64
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from runner import COLLECTIONS, ROOT, recap_of, run_playbook
+from sim_base import AgentClient
+
+import lab as fleet_lab
+
+CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
+MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
+KARMADA_CLUSTER_NAMESPACE = "karmada-cluster"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+# The agent roles an earlier version of the collection wrote: every Cluster, every Secret of karmada-cluster.
+EARLIER_CLUSTER_RULES = [
+    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
+     "verbs": ["create", "get", "list", "watch", "delete", "update", "patch"]},
+    {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters/status"], "verbs": ["update", "patch"]},
+    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]},
+]
+EARLIER_SECRET_RULES = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
+
+
+def inventory(lab, tmp_path, engine, modes):
+    """The lab's inventory for ``engine`` with each member's registration_mode from ``modes``."""
+    with open(lab.inventory) as handle:
+        content = yaml.safe_load(handle)
+    content["all"]["vars"]["fleet_engine"] = engine
+    for host, mode in modes.items():
+        content["all"]["children"]["members"]["hosts"][host]["registration_mode"] = mode
+    path = tmp_path / ("%s-%s.yml" % (engine, "-".join(sorted(set(modes.values())))))
+    path.write_text(yaml.safe_dump(content))
+    return str(path)
+
+
+def playbook(name, path):
+    done = run_playbook([{"import_playbook": "%s/playbooks/%s" % (ROOT, name)}], inventory=path)
+    assert done.returncode == 0, done.stdout[-4000:]
+    return done
+
+
+@pytest.fixture
+def fleet(lab, simulations, tmp_path):
+    """A function registering the fleet with site.yml for ``engine`` and ``modes``; detach.yml removes it at the end."""
+    registered = []
+
+    def register(engine, modes):
+        path = inventory(lab, tmp_path, engine, modes)
+        playbook("site.yml", path)
+        registered.append(path)
+        return path
+    yield register
+    for path in registered:
+        playbook("detach.yml", path)
+
+
+def secret_data(api, namespace, name, key):
+    return base64.b64decode(api.get("/api/v1/namespaces/%s/secrets/%s" % (namespace, name))["data"][key])
+
+
+def karmada_agent(lab, member, tmp_path):
+    """A hub client with the credentials of ``member``'s karmada-agent (Secret karmada-system/karmada-kubeconfig)."""
+    kubeconfig = secret_data(lab.api(member), "karmada-system", "karmada-kubeconfig", "karmada-kubeconfig")
+    return AgentClient.from_kubeconfig(kubeconfig, str(tmp_path / ("agent-" + member)))
+
+
+def ocm_agent(lab, member, tmp_path):
+    """A hub client with the credentials of ``member``'s registration agent (Secret hub-kubeconfig-secret)."""
+    api = lab.api(member)
+    kubeconfig = yaml.safe_load(secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "kubeconfig"))
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    return AgentClient(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]),
+                       str(tmp_path / ("agent-" + member)),
+                       cert_pem=secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "tls.crt"),
+                       key_pem=secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "tls.key"))
+
+
+def join_token_client(lab, group, tmp_path):
+    """A hub client with a bootstrap token of ``group`` (the join token site.yml gives the members)."""
+    hub = lab.api(lab.hub)
+    for secret in hub.get("/api/v1/namespaces/kube-system/secrets")["items"]:
+        data = dict((k, base64.b64decode(v).decode()) for k, v in (secret.get("data") or {}).items())
+        if secret.get("type") == "bootstrap.kubernetes.io/token" and group in data.get("auth-extra-groups", "").split(","):
+            info = lab.clusters[lab.hub]
+            with open(info["ca_cert"]) as handle:
+                ca_pem = handle.read()
+            return AgentClient(info["server"], ca_pem, str(tmp_path / "join-token"),
+                               token="%s.%s" % (data["token-id"], data["token-secret"]))
+    raise AssertionError("no bootstrap token of group %s on the hub" % group)
+
+
+def can_i(client, verb, group, resource, name=None, namespace=None, subresource=None):
+    """Whether the hub allows ``client`` the request - as ``kubectl auth can-i`` asks it (SelfSubjectAccessReview)."""
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    for key, value in (("name", name), ("namespace", namespace), ("subresource", subresource)):
+        if value:
+            attributes[key] = value
+    review = client.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                         {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                          "spec": {"resourceAttributes": attributes}})
+    return review["status"]["allowed"]
+
+
+def status_of(client, method, path, body=None):
+    """The HTTP status of a real request (200 when it succeeds)."""
+    try:
+        if method == "PATCH":
+            client.patch(path, body)
+        else:
+            client.request(method, path, body)
+    except fleet_lab.ApiError as exc:
+        return exc.status
+    return 200
+
+
+def path_of(resource, group, name=None, namespace=None, subresource=None):
+    base = "/api/v1" if not group else "/apis/%s/%s" % (group, {"cluster.karmada.io": "v1alpha1",
+                                                              "work.karmada.io": "v1alpha1",
+                                                              "coordination.k8s.io": "v1",
+                                                              "cluster.open-cluster-management.io": "v1",
+                                                              "work.open-cluster-management.io": "v1"}[group])
+    path = base + ("/namespaces/%s" % namespace if namespace else "") + "/" + resource
+    return path + ("/" + name if name else "") + ("/" + subresource if subresource else "")
+
+
+# (verb, HTTP method, body) of each request tried on another member's object.
+WRITES = [("get", "GET", None), ("patch", "PATCH", {"metadata": {"labels": {"fleet-test/taken": "yes"}}}),
+          ("delete", "DELETE", None)]
+
+
+def refused_everything(client, targets):
+    """The (verb, path) of each request on ``targets`` that the hub does not refuse, by review or for real (403 each).
+
+    ``targets`` are (group, resource, name, namespace, subresource) of objects that belong to another member."""
+    allowed = []
+    for group, resource, name, namespace, subresource in targets:
+        for verb, method, body in WRITES if name else [("list", "GET", None)]:
+            if subresource and verb != "patch":
+                continue
+            path = path_of(resource, group, name, namespace, subresource)
+            if can_i(client, verb, group, resource, name, namespace, subresource):
+                allowed.append(("can-i", verb, path))
+            status = status_of(client, method, path, body)
+            if status != 403:
+                allowed.append((status, verb, path))
+    return allowed
+
+
+def karmada_targets(name):
+    """Member ``name``'s objects on a Karmada hub: its Cluster and status, its Secrets (the stored ServiceAccount
+    tokens of a Push member), its Lease, its Works; and the list of every Secret of karmada-cluster."""
+    return [("cluster.karmada.io", "clusters", name, None, None),
+            ("cluster.karmada.io", "clusters", name, None, "status"),
+            ("", "secrets", name, KARMADA_CLUSTER_NAMESPACE, None),
+            ("", "secrets", name + "-impersonator", KARMADA_CLUSTER_NAMESPACE, None),
+            ("", "secrets", None, KARMADA_CLUSTER_NAMESPACE, None),
+            ("coordination.k8s.io", "leases", name, KARMADA_CLUSTER_NAMESPACE, None),
+            ("work.karmada.io", "works", None, "karmada-es-" + name, None)]
+
+
+def ocm_targets(name):
+    """Member ``name``'s objects on an OCM hub: its ManagedCluster and status, and what its namespace holds."""
+    return [("cluster.open-cluster-management.io", "managedclusters", name, None, None),
+            ("cluster.open-cluster-management.io", "managedclusters", name, None, "status"),
+            ("", "secrets", None, name, None),
+            ("coordination.k8s.io", "leases", "managed-cluster-lease", name, None),
+            ("work.open-cluster-management.io", "manifestworks", None, name, None)]
+
+
+def reaches_its_own_cluster(client, engine, name):
+    path = "%s/%s" % (CLUSTERS if engine == "karmada" else MANAGED_CLUSTERS, name)
+    return status_of(client, "GET", path) == 200 and can_i(
+        client, "get", "cluster.karmada.io" if engine == "karmada" else "cluster.open-cluster-management.io",
+        "clusters" if engine == "karmada" else "managedclusters", name)
+
+
+class TestKarmada:
+    def test_a_pull_agent_cannot_reach_a_push_member(self, lab, fleet, tmp_path):
+        fleet("karmada", {"member1": "push", "member2": "pull"})
+        agent = karmada_agent(lab, "member2", tmp_path)
+        assert reaches_its_own_cluster(agent, "karmada", "member2")
+        # member1's ServiceAccount token, admin on member1, is in Secret karmada-cluster/member1 on the hub
+        assert lab.api(lab.hub).exists("/api/v1/namespaces/karmada-cluster/secrets/member1")
+        assert refused_everything(agent, karmada_targets("member1")) == []
+
+    def test_pull_agents_cannot_reach_each_other(self, lab, fleet, tmp_path):
+        fleet("karmada", {"member1": "pull", "member2": "pull"})
+        for own, other in (("member1", "member2"), ("member2", "member1")):
+            agent = karmada_agent(lab, own, tmp_path)
+            assert reaches_its_own_cluster(agent, "karmada", own)
+            assert refused_everything(agent, karmada_targets(other)) == [], own
+
+    def test_the_join_token_reaches_no_member(self, lab, fleet, tmp_path):
+        fleet("karmada", {"member1": "push", "member2": "pull"})
+        token = join_token_client(lab, "system:bootstrappers:karmada:default-cluster-token", tmp_path)
+        for name in ("member1", "member2"):
+            assert refused_everything(token, karmada_targets(name)) == [], name
+        assert can_i(token, "create", "certificates.k8s.io", "certificatesigningrequests")  # what it is for
+
+    def test_the_broad_roles_of_an_earlier_version_are_replaced_on_the_next_run(self, lab, fleet, tmp_path):
+        path = fleet("karmada", {"member1": "push", "member2": "pull"})
+        hub = lab.api(lab.hub)
+        roles = {"%s/clusterroles/system:karmada:member2:agent" % RBAC: EARLIER_CLUSTER_RULES,
+                 "%s/namespaces/karmada-cluster/roles/system:karmada:member2:agent-secret" % RBAC: EARLIER_SECRET_RULES}
+        for role, rules in roles.items():
+            hub.patch(role, {"rules": rules})
+        agent = karmada_agent(lab, "member2", tmp_path)
+        assert refused_everything(agent, karmada_targets("member1")) != []  # the earlier roles let it through
+        assert recap_of(playbook("site.yml", path).stdout)["member2"]["changed"] >= 1
+        for role in roles:
+            assert all("resourceNames" in rule for rule in hub.get(role)["rules"]
+                       if set(rule["verbs"]) & {"get", "update", "patch", "delete"} and
+                       rule["resources"][0] in ("clusters", "clusters/status", "secrets", "leases")), hub.get(role)["rules"]
+        assert refused_everything(agent, karmada_targets("member1")) == []
+        assert reaches_its_own_cluster(agent, "karmada", "member2")
+
+
+    def test_a_cluster_an_agent_names_like_the_hub_host_leaves_the_inventory_whole(self, lab, fleet, tmp_path):
+        """Any agent may create a Cluster (it registers itself); one named like the inventory's hub host is left out
+        of the inventory plugin's hosts, with a warning, instead of failing the whole inventory."""
+        fleet("karmada", {"member1": "push", "member2": "pull"})
+        agent = karmada_agent(lab, "member2", tmp_path)
+        agent.post(CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+                              "metadata": {"name": "hub-cluster"}, "spec": {"syncMode": "Pull"}})
+        try:
+            source = tmp_path / "lab.fleet.yml"
+            source.write_text(yaml.safe_dump({"plugin": "multicluster.fleet.fleet", "engine": "karmada",
+                                              "hub_host": "hub-cluster", "kubeconfig": lab.clusters[lab.hub]["kubeconfig"],
+                                              "context": lab.hub}))
+            done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-inventory"), "-i", str(source),
+                                   "--list"], capture_output=True, text=True, check=False,
+                                  env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_NOCOLOR="1",
+                                           ANSIBLE_INVENTORY_UNPARSED_FAILED="true"))
+        finally:
+            lab.api(lab.hub).delete("%s/hub-cluster" % CLUSTERS)
+        assert done.returncode == 0, done.stderr[-3000:]
+        listed = json.loads(done.stdout)
+        assert listed["hub"]["hosts"] == ["hub-cluster"] and sorted(listed["members"]["hosts"]) == ["member1", "member2"]
+        assert "cluster 'hub-cluster' on the hub is left out: the inventory's hub host has that name" in done.stderr
+
+
+class TestOcm:
+    def test_agents_cannot_reach_each_other(self, lab, fleet, tmp_path):
+        fleet("ocm", {"member1": "pull", "member2": "pull"})
+        for own, other in (("member1", "member2"), ("member2", "member1")):
+            agent = ocm_agent(lab, own, tmp_path)
+            assert reaches_its_own_cluster(agent, "ocm", own)
+            assert refused_everything(agent, ocm_targets(other)) == [], own
+
+    def test_the_join_token_reaches_no_member(self, lab, fleet, tmp_path):
+        fleet("ocm", {"member1": "pull", "member2": "pull"})
+        token = join_token_client(lab, "system:bootstrappers:managedcluster", tmp_path)
+        own = path_of("managedclusters", "cluster.open-cluster-management.io", "member1")
+        # clusteradm's bootstrap role lets a joining agent read ManagedClusters (it looks for its own): reading one is
+        # the join token's only right on another member's objects
+        assert refused_everything(token, ocm_targets("member1")) == [("can-i", "get", own), (200, "get", own)]
