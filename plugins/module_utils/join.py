@@ -13,6 +13,9 @@ A join runs in this order (docs/architecture.md 4.3):
 3. Hub: namespace, the Cluster, then the two Secrets, each written once and already carrying its
    ownerReference to the Cluster's uid.
 
+A join that fails after writing (a token that never comes, a hub that refuses, a wait that times out) reports, as
+``changed`` and ``changes``, what it wrote before the failure.
+
 The Cluster goes before its Secrets so that no hub Secret ever exists without its owner: a run that
 stops anywhere leaves either nothing on the hub or a Cluster whose Secrets the next run creates (or
 re-points, when the Cluster was re-created with a new uid). Every step is an ``ensure``, so a
@@ -112,9 +115,10 @@ def ensure_namespace(cluster, name, check_mode, timeout):
     return resources.ensure(cluster, NAMESPACE, karmada.system_namespace(name), check_mode)
 
 
-def _ensure_member(member, name, namespace, check_mode, timeout):
+def _ensure_member(member, name, namespace, check_mode, timeout, outcomes):
+    """Ensure the member objects, each outcome appended to ``outcomes`` as it happens."""
     service_account = karmada.service_account_name(name)
-    outcomes = [ensure_namespace(member, namespace, check_mode, timeout)]
+    outcomes.append(ensure_namespace(member, namespace, check_mode, timeout))
     plan = [
         (SERVICE_ACCOUNT, karmada.member_service_account(service_account, namespace)),
         (SERVICE_ACCOUNT, karmada.member_service_account(karmada.IMPERSONATOR_SERVICE_ACCOUNT, namespace)),
@@ -123,7 +127,8 @@ def _ensure_member(member, name, namespace, check_mode, timeout):
         (SECRET, karmada.service_account_token_secret(service_account, namespace)),
         (SECRET, karmada.service_account_token_secret(karmada.IMPERSONATOR_SERVICE_ACCOUNT, namespace)),
     ]
-    return outcomes + [resources.ensure(member, kind, desired, check_mode) for kind, desired in plan]
+    for kind, desired in plan:
+        outcomes.append(resources.ensure(member, kind, desired, check_mode))
 
 
 def wait_for_token(member, service_account, namespace, timeout):
@@ -195,41 +200,47 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None):
     """Create or reconcile everything a Push member needs; return the module result.
 
     ``params`` holds the module options; ``hide(value)`` is called with every token read from the
-    member so the caller can keep it out of any output.
+    member so the caller can keep it out of any output. A failure after a write reports ``changed``
+    and names what this run wrote (:func:`resources.failed_after`).
     """
     validate(params)
     name, namespace = params["cluster_name"], params["cluster_namespace"]
     cluster_id = member_cluster_id(member)
     existing = registered_cluster(hub, name, cluster_id)
 
-    member_outcomes = _ensure_member(member, name, namespace, check_mode, params["wait_timeout"])
-    cluster_data, impersonator_data = _credentials(member, member_outcomes, params, check_mode, hide)
-
-    hub_outcomes = [ensure_namespace(hub, namespace, check_mode, params["wait_timeout"])]
-    cluster_outcome = resources.ensure(hub, CLUSTER, desired_cluster(params, cluster_id, member, existing), check_mode)
-    hub_outcomes.append(cluster_outcome)
-    owner = cluster_outcome.after
-    for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
-        hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
-                                             check_mode))
-
-    cluster = cluster_outcome.after
+    member_outcomes, hub_outcomes = [], []
     groups = [("member", member_outcomes), ("hub", hub_outcomes)]
-    if params.get("wait") and not check_mode:
-        wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
-        try:
-            cluster = resources.wait_for_condition(hub, CLUSTER, name, condition_type=wanted["type"],
-                                                   status=wanted["status"], reason=wanted.get("reason"),
-                                                   timeout=params["wait_timeout"],
-                                                   interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
-        except WaitTimeout as exc:
-            written = _result(groups)  # what this run wrote before the wait: a retry of the task reports it unchanged
-            raise FleetError("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
-                             "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
-                             % (exc.msg, cluster["spec"]["apiEndpoint"]), changed=written["changed"],
-                             changes=written["changes"], **exc.details)
+    try:
+        _ensure_member(member, name, namespace, check_mode, params["wait_timeout"], member_outcomes)
+        cluster_data, impersonator_data = _credentials(member, member_outcomes, params, check_mode, hide)
+
+        hub_outcomes.append(ensure_namespace(hub, namespace, check_mode, params["wait_timeout"]))
+        cluster_outcome = resources.ensure(hub, CLUSTER, desired_cluster(params, cluster_id, member, existing), check_mode)
+        hub_outcomes.append(cluster_outcome)
+        owner = cluster_outcome.after
+        for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
+            hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
+                                                 check_mode))
+        cluster = cluster_outcome.after
+        if params.get("wait") and not check_mode:
+            cluster = _wait_until_ready(hub, name, params, cluster)
+    except FleetError as exc:
+        raise _failed_after(exc, groups, "written")
     return _result(groups, cluster=resources.presentable(cluster), cluster_id=cluster_id,
                    diff=_diff(name, cluster_outcome.before, cluster_outcome.after))
+
+
+def _wait_until_ready(hub, name, params, cluster):
+    """The Cluster once it has the wanted condition (default Ready) within ``wait_timeout``."""
+    wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
+    try:
+        return resources.wait_for_condition(hub, CLUSTER, name, condition_type=wanted["type"], status=wanted["status"],
+                                            reason=wanted.get("reason"), timeout=params["wait_timeout"],
+                                            interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
+    except WaitTimeout as exc:
+        raise WaitTimeout("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
+                          "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
+                          % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
 
 
 def _diff(name, before, after):
@@ -247,6 +258,13 @@ def _result(groups, **result):
     outcomes = [(where, o) for where, group in groups for o in group]
     return dict(result, changed=any(o.changed for _where, o in outcomes),
                 changes=["%s %s" % (where, o.summary()) for where, o in outcomes])
+
+
+def _failed_after(exc, groups, verb):
+    """``exc`` as the failure of a run that wrote the outcomes in ``groups``: ``changed`` and ``changes`` say what it
+    did, and its message names what was ``verb`` before it (so a retried task reports the change of this attempt)."""
+    written = ["%s %s" % (where, o.summary()) for where, outcomes in groups for o in outcomes if o.changed]
+    return resources.failed_after(exc, written, verb, changes=_result(groups)["changes"])
 
 
 def remove_finalizers(cluster, kind, obj, finalizers=None):
@@ -352,8 +370,5 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
                 resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode, wait=True,
                                  timeout=params["wait_timeout"], record=member_outcomes.append)
     except FleetError as exc:
-        written = ["%s %s" % (where, o.summary()) for where, outcomes in groups for o in outcomes if o.changed]
-        if not written:
-            raise
-        raise resources.failed_after(exc, written, "deleted", changes=_result(groups)["changes"])
+        raise _failed_after(exc, groups, "deleted")
     return _result(groups, cluster=resources.presentable(existing), cluster_id=cluster_id, diff=_diff(name, existing, None))

@@ -56,8 +56,9 @@ LOCK_PREFIX = "multicluster-fleet-registration-"
 LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lease not renewed for this long is free
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
 KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
-# Seconds of 401 answers in a row while waiting for a CSR before the token counts as gone: an API server that has
-# just started refuses bootstrap tokens until it has read their Secrets.
+# Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
+# API server that has just started refuses bootstrap tokens until it has read their Secrets (401), and forbids their
+# requests until its RBAC authorizer has read the roles (403, about a second).
 TOKEN_REFUSAL_SECONDS = 30
 BOOTSTRAP_USER = "system:bootstrap:%s"  # how the hub's API server names a bootstrap token's requests
 
@@ -81,7 +82,7 @@ class Registration:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
             raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
-        validate_cluster_name(engine, cluster_name)
+        fleet.validate_cluster_name(engine, cluster_name)
         self.placement = klusterlet_placement(engine, cluster_name, klusterlet_mode, registration_driver)
         self.deploy_agent = bool(deploy_agent)
         if engine != "karmada" and (deploy_agent or provider or region or zones):
@@ -202,16 +203,6 @@ def klusterlet_placement(engine, cluster_name, mode, driver):
     return placement
 
 
-def validate_cluster_name(engine, name):
-    """A DNS-1123 label of at most 48 (Karmada) or 63 (OCM) characters."""
-    if engine == "karmada":
-        karmada.validate_cluster_name(name)
-    elif not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH or not karmada.DNS1123_LABEL_RE.match(name):
-        raise FleetError("invalid cluster name %r: OCM cluster names are DNS-1123 labels (lowercase letters, digits "
-                         "and '-', starting and ending with a letter or digit) of 1 to %d characters"
-                         % (name, ocm.CLUSTER_NAME_MAX_LENGTH))
-
-
 class Report:
     """The outcomes of one run, in order, and what the module returns about them."""
 
@@ -232,8 +223,9 @@ class Report:
                                 record=lambda outcome: self.add(cluster, outcome))
 
     @contextlib.contextmanager
-    def failures_name_writes(self):
-        """A FleetError raised inside after a change fails with ``changed`` and ``changes`` saying what the run did."""
+    def failures_name_writes(self, verb):
+        """A FleetError raised inside after a change fails with ``changed`` and ``changes`` saying what the run did,
+        its message naming what was ``verb`` (``written``, ``deleted``) before it."""
         try:
             yield
         except FleetError as exc:
@@ -241,7 +233,7 @@ class Report:
             written = [line for line, (_cluster, outcome) in zip(done["changes"], self.outcomes) if outcome.changed]
             if not written:
                 raise
-            raise resources.failed_after(exc, written, "deleted", changes=done["changes"])
+            raise resources.failed_after(exc, written, verb, changes=done["changes"])
 
     def result(self, **extra):
         """``changes`` name the cluster of each object, as cluster_join's do: ``hub Cluster/member1: deleted``."""
@@ -593,12 +585,15 @@ def wait_for_certificate(hub, name, timeout, renew=None, interval=1.0):
                              "certificate was issued; run again to post it anew; the member's agent kubeconfig was not "
                              "changed" % name, csr_name=name)
         except ClusterError as exc:
-            if exc.status == 401:
+            if exc.status in (401, 403):
                 refusals.append(exc.msg)
                 if len(refusals) > tolerated:
-                    raise FleetError("%s, %d times in a row, while this run waited for the certificate of CSR %s: the bootstrap "
-                                     "token expired or was deleted; create a fresh one with multicluster.fleet.bootstrap_token "
-                                     "and run again: the next run resumes with this CSR" % (exc.msg, len(refusals), name),
+                    cause = ("the bootstrap token expired or was deleted; create a fresh one with "
+                             "multicluster.fleet.bootstrap_token" if exc.status == 401 else
+                             "the hub's RBAC no longer lets the bootstrap token's groups read CSRs (ClusterRole "
+                             "system:node-bootstrapper, which hub_registration binds); restore it")
+                    raise FleetError("%s, %d times in a row, while this run waited for the certificate of CSR %s: %s and run "
+                                     "again: the next run resumes with this CSR" % (exc.msg, len(refusals), name, cause),
                                      csr_name=name, **exc.details)
                 return False, "the hub refused the bootstrap token: %s" % exc.msg
             if exc.status and exc.status < 500:
@@ -692,7 +687,8 @@ def _post_csr(hub, member, reg, name, request_pem, check_mode):
 
 
 def request_certificate(reg, member, server, ca_pem, report, check_mode, connect=bootstrap_connection, lock=None):
-    """Post the agent CSR with the bootstrap token (or resume an earlier run's); return ``(name, cert_pem, key_pem)``.
+    """Post the agent CSR with the bootstrap token (or resume an earlier run's); return ``(name, cert_pem, key_pem,
+    resumed)``, ``resumed`` true when the CSR is one an earlier run posted and the hub still has.
 
     The CSR and its key are stored on the member (:func:`_in_flight_secret`) before the CSR is posted:
     a run that stopped after posting (the hub or the runner went away) is resumed by the next one with
@@ -724,7 +720,7 @@ def request_certificate(reg, member, server, ca_pem, report, check_mode, connect
             created = _post_csr(hub, member, reg, name, request_pem, check_mode)
             report.add(hub, resources.Outcome(CSR, name, None, "created", None, created))
         if check_mode:
-            return name, None, None
+            return name, None, None, bool(resumed)
         try:
             cert_pem = wait_for_certificate(hub, name, reg.csr_wait_timeout, lock.renew if lock else None, reg.wait_sleep)
         except CsrRefused:
@@ -736,7 +732,7 @@ def request_certificate(reg, member, server, ca_pem, report, check_mode, connect
         _forget_in_flight(member, reg)
         raise CsrRefused("the certificate issued for CSR %s cannot be used: %s; the member was not changed" % (name, problem),
                          csr_name=name)
-    return name, cert_pem, key_pem
+    return name, cert_pem, key_pem, bool(resumed)
 
 
 def ensure_agent_rbac(hub, reg, report, check_mode):
@@ -804,7 +800,8 @@ def _register_karmada(member, hub, reg, report, stored, discovered, result, chec
     server = hub_server(reg, discovered)
     if hub:
         ensure_agent_rbac(hub, reg, report, check_mode)
-    name, cert_pem, key_pem = request_certificate(reg, member, server, discovered["ca_pem"], report, check_mode, connect, lock)
+    name, cert_pem, key_pem, resumed = request_certificate(reg, member, server, discovered["ca_pem"], report, check_mode,
+                                                           connect, lock)
     if not check_mode:
         lock.renew(force=True)  # still this run's registration: nobody took over meanwhile
     report.ensure(member, NAMESPACE, karmada.system_namespace(karmada.AGENT_NAMESPACE), check_mode)
@@ -817,7 +814,8 @@ def _register_karmada(member, hub, reg, report, stored, discovered, result, chec
         _store_agent_kubeconfig(member, reg, report, server, discovered["ca_pem"], cert_pem, key_pem, check_mode)
         _forget_in_flight(member, reg)
         expiration = _certificate_expiration(cert_pem)
-    result.update(csr_name=name, hub_server=server, ca_pins=discovered["ca_pins"], certificate_expiration=expiration)
+    result.update(csr_name=name, csr_resumed=resumed, hub_server=server, ca_pins=discovered["ca_pins"],
+                  certificate_expiration=expiration)
     return report.result(**result)
 
 
@@ -825,13 +823,19 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
                     lock=None):
     """Register the member in Pull mode; see the module documentation for the steps.
 
-    ``lock`` is the :class:`RegistrationLock` to use (default: a new one for this run).
+    ``lock`` is the :class:`RegistrationLock` to use (default: a new one for this run). A failure after a write
+    (the hub RBAC, the CSR) reports ``changed`` and names what was written.
     """
     report = Report()
+    with report.failures_name_writes("written"):
+        return _karmada_present(member, hub, reg, report, check_mode, connect, discover_hub, lock)
+
+
+def _karmada_present(member, hub, reg, report, check_mode, connect, discover_hub, lock):
     stored, parts, problem = _stored_agent(member, reg)
     result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
                   api_endpoint=reg.api_endpoint or member.server, proxy_server_address=reg.proxy_server_address,
-                  csr_name=None, reason=problem, waited_for=None)
+                  csr_name=None, csr_resumed=None, reason=problem, waited_for=None)
     if problem is None:
         rerouted = proxy_problem(reg, parts["proxy_url"], parts["ca_pem"])
         if rerouted is None:
@@ -921,7 +925,7 @@ def karmada_absent(member, hub, reg, check_mode=False):
     report = Report()
     name = reg.cluster_name
     namespaces = []
-    with report.failures_name_writes():
+    with report.failures_name_writes("deleted"):
         try:
             _refuse_another_karmada_agent(_agent_kubeconfig(member)[1], name, "unregister")
         except ClusterError as exc:
@@ -1025,13 +1029,10 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
         report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
                       check_mode)
     klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver)
-    report.ensure(runtime, ocm.KLUSTERLET, klusterlet, check_mode)
-    if reg.wait and not check_mode:
-        try:
+    with report.failures_name_writes("written"):
+        report.ensure(runtime, ocm.KLUSTERLET, klusterlet, check_mode)
+        if reg.wait and not check_mode:
             objects.wait_ready(runtime, ocm.KLUSTERLET, klusterlet, reg.wait_timeout, KLUSTERLET_READY, interval=reg.wait_sleep)
-        except WaitTimeout as exc:
-            written = report.result()
-            raise WaitTimeout(exc.msg, changed=written["changed"], changes=written["changes"], **exc.details)
     return report.result(**result)
 
 
@@ -1076,7 +1077,7 @@ def ocm_absent(member, hub, reg, check_mode=False, hosting=None):
     name = reg.cluster_name
     placement = reg.placement
     runtime = hosting or member
-    with report.failures_name_writes():
+    with report.failures_name_writes("deleted"):
         try:
             _refuse_another_klusterlet(runtime, placement, name, "unjoin")
         except ClusterError as exc:

@@ -228,8 +228,13 @@ class TestPushLifecycle:
     def test_interrupted_join_is_finished_by_a_rerun(self, lab, hub, args, limited_hub_user):
         """The hub refuses Secrets half way (after the Cluster); the next run with full rights finishes."""
         broken = args(WEST, region="us-east-1", impersonate_user=limited_hub_user)
-        failed(run(broken), "cluster 'hub'", "secrets", "403")
+        refused = failed(run(broken), "cluster 'hub'", "secrets", "403")
         assert resources.get(hub, CLUSTER, WEST) is not None and resources.get(hub, SECRET, WEST, NS) is None
+        # what it wrote before the refusal (the member objects, the Cluster) is reported, changed
+        written = changed_lines(refused)
+        assert refused["changed"] is True and "member Namespace/karmada-cluster: created" in written
+        assert "hub Cluster/cj-west: created" in written
+        assert refused["msg"].endswith("; written before the failure: " + ", ".join(written))
         result = ok(run(args(WEST, region="us-east-1", wait=True)))
         assert changed_lines(result) == ["hub Secret/karmada-cluster/cj-west: created",
                                          "hub Secret/karmada-cluster/cj-west-impersonator: created"]

@@ -261,6 +261,56 @@ def test_hub_stopped_while_a_pull_registration_waits_for_its_certificate(lab, un
     assert new_csrs(lab, "karmada", PULL, known) == {posted: csrs.APPROVED}
 
 
+def bootstrap_user_may_read_csrs(lab, join):
+    """What the hub's RBAC authorizer says now of a GET of a CSR by the join token's user (a SubjectAccessReview)."""
+    review = lab.api(lab.hub).post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        "spec": {"user": register.BOOTSTRAP_USER % join["token_id"],
+                 "groups": ["system:bootstrappers", bootstrap.KARMADA_DEFAULT_GROUP, "system:authenticated"],
+                 "resourceAttributes": {"verb": "get", "group": "certificates.k8s.io",
+                                        "resource": "certificatesigningrequests", "name": "any"}}})
+    return review["status"]["allowed"]
+
+
+def test_a_hub_that_forbids_the_token_for_a_while_is_waited_for(lab, unregistered_pull_member, tokens):
+    """An API server just started forbids requests (403) for about a second, until its RBAC authorizer has read the
+    roles. Played for real: the bootstrap group's right to read CSRs is taken away before the registration's first
+    two reads of its CSR and given back before the third; the registration waits through it, with the same CSR."""
+    join, hub = tokens("karmada"), lab.api(lab.hub)
+    binding = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/fleet-test:node-bootstrapper"
+    kept = hub.get(binding)
+    reads = []
+
+    def restore():
+        hub.post(binding.rsplit("/", 1)[0], dict(((key, kept[key]) for key in ("apiVersion", "kind", "roleRef", "subjects")),
+                                                 metadata={"name": kept["metadata"]["name"]}))
+
+    def before(method, path, client):
+        if method != "GET" or not path.startswith(CSRS + "/"):
+            return
+        reads.append(path)
+        if len(reads) == 1:
+            hub.delete(binding)
+            wait_for(lambda: not bootstrap_user_may_read_csrs(lab, join), "the hub to forbid the token reading CSRs")
+        elif len(reads) == 3:
+            restore()
+            wait_for(lambda: bootstrap_user_may_read_csrs(lab, join), "the hub to let the token read CSRs again")
+    known = known_csrs(lab, "karmada", PULL)
+    try:
+        with ApiProxy(lab.clusters[lab.hub], before) as proxy:
+            task = start_module("cluster_register", pull_args(lab, dict(join, hub_apiserver=proxy.url), csr_wait_timeout=WAIT))
+            (posted,) = wait_for(lambda: new_csrs(lab, "karmada", PULL, known), "the CSR of member2")
+            approve(lab, "karmada", PULL)
+            result = task.result()
+    finally:
+        if not hub.exists(binding):
+            restore()
+    assert len(reads) >= 3, reads
+    assert result["rc"] == 0, result.get("msg")
+    assert result["changed"] is True and result["csr_name"] == posted
+    assert new_csrs(lab, "karmada", PULL, known) == {posted: csrs.APPROVED}
+
+
 def test_a_pull_registration_whose_runner_was_killed_is_resumed_with_its_csr(lab, unregistered_pull_member, tokens):
     args = pull_args(lab, tokens("karmada"), csr_wait_timeout=TASK_TIMEOUT - 60)
     known = known_csrs(lab, "karmada", PULL)
@@ -279,6 +329,37 @@ def test_a_pull_registration_whose_runner_was_killed_is_resumed_with_its_csr(lab
     assert member_bookkeeping(lab, PULL) == {"lease": False, "in_flight": False}
     wait_for(lambda: cluster_ready(lab, PULL), "Cluster member2 Ready (the simulated karmada-agent)")
     assert [c["metadata"]["name"] for c in lab.api(lab.hub).get(CLUSTERS)["items"]].count(PULL) == 1
+
+
+def test_a_rerun_after_a_run_stopped_between_approval_and_storing_does_not_wait_for_a_new_csr(
+        lab, unregistered_pull_member, tokens, tmp_path):
+    """Without automatic approval agent_install approves the agent CSR while the registration waits for it. A run that
+    stopped after the approval, before it stored the certificate, leaves an approved CSR that the next run resumes:
+    that run must not wait for a CSR that will never come (it found the resumed CSR approved, and went on)."""
+    join = tokens("karmada")
+    known = known_csrs(lab, "karmada", PULL)
+    task = start_module("cluster_register", pull_args(lab, join, csr_wait_timeout=TASK_TIMEOUT - 60))
+    (posted,) = wait_for(lambda: new_csrs(lab, "karmada", PULL, known), "the CSR of member2")
+    task.kill()
+    approve(lab, "karmada", PULL)  # now as if the run had stopped between the approval and storing the certificate
+    lab.api(PULL).delete("%s/%s" % (LEASES, register.lock_name(PULL)))  # as if its Lease had run out since
+    variables = {"agent_install_engine": "karmada", "agent_install_cluster_name": PULL,
+                 "agent_install_connection": auth(lab, PULL), "agent_install_hub": auth(lab, lab.hub),
+                 "agent_install_hub_apiserver": join["hub_apiserver"], "agent_install_token": join["token"],
+                 "agent_install_ca_cert_hashes": join["ca_cert_hashes"], "agent_install_karmada_approve_csr": True,
+                 "agent_install_wait_timeout": 60, "agent_install_wait_step": 5}
+    playbook = tmp_path / "resume.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "vars": variables, "roles": [
+        "multicluster.fleet.agent_install"]}]))
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), str(playbook)]
+    done = Task(command, env={"ANSIBLE_COLLECTIONS_PATH": COLLECTIONS, "ANSIBLE_NOCOLOR": "1",
+                              "ANSIBLE_LOCALHOST_WARNING": "false"}, timeout=PLAYBOOK_TIMEOUT)
+    code, stdout, _stderr = done.output()
+    assert code == 0, stdout[-4000:]
+    # the approval task found the resumed CSR approved at once: no retry waiting for a new one
+    assert "FAILED - RETRYING: [localhost]: Approve on the hub" not in stdout, stdout[-4000:]
+    assert new_csrs(lab, "karmada", PULL, known) == {posted: csrs.APPROVED}
+    assert member_bookkeeping(lab, PULL) == {"lease": False, "in_flight": False}
 
 
 def test_hub_stopped_in_the_middle_of_a_push_join(lab, simulations, restarts, tmp_path):

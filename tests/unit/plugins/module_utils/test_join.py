@@ -257,6 +257,18 @@ class TestJoin:
             join.join(hub, member, params())
         assert stored(hub, CLUSTER, "east") is None
 
+    def test_a_failure_after_writes_reports_them(self, hub, make_member, fast_waits):
+        member = make_member()
+        member.mint = lambda namespace, name: None
+        with pytest.raises(FleetError) as raised:
+            join.join(hub, member, params())
+        written = raised.value.details["changes"]
+        assert raised.value.details["changed"] is True and written[0] == "member Namespace/karmada-cluster: created"
+        assert raised.value.msg.endswith("; written before the failure: " + ", ".join(written))
+        with pytest.raises(FleetError) as again:  # a retry wrote nothing more, and says so
+            join.join(hub, member, params())
+        assert again.value.details["changed"] is False and "written before" not in again.value.msg
+
     def test_wait_for_ready_times_out_with_the_last_condition(self, hub, member, fast_waits):
         with pytest.raises(FleetError, match=r"Ready=True.*no Ready condition yet.*reaches https://10.0.0.7:6443") as raised:
             join.join(hub, member, params(wait=True))

@@ -117,16 +117,21 @@ def assert_no_secrets(result, *values):
 # --- options -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine, name, ok", [
-    ("karmada", "a" * 48, True), ("karmada", "a" * 49, False), ("ocm", "a" * 63, True), ("ocm", "a" * 64, False),
-    ("ocm", "Member1", False), ("karmada", "-m", False), ("ocm", "", False), ("karmada", "m.1", False),
+@pytest.mark.parametrize("engine, name, refusal", [
+    ("karmada", "a" * 48, None), ("karmada", "a" * 49, "invalid cluster name"), ("ocm", "a" * 63, None),
+    ("ocm", "a" * 64, "invalid cluster name"), ("ocm", "Member1", "invalid cluster name"),
+    ("karmada", "-m", "invalid cluster name"), ("ocm", "", "invalid cluster name"), ("karmada", "m.1", "invalid cluster name"),
+    # its agent identity would be karmadactl's all-powerful helper, which csr_accept refuses too
+    ("karmada", "rbac-generator", "refusing cluster name 'rbac-generator': system:karmada:agent:rbac-generator is "
+                                  "karmadactl's all-powerful helper identity"),
+    ("ocm", "rbac-generator", None),
 ])
-def test_cluster_names(engine, name, ok):
-    if ok:
-        register.validate_cluster_name(engine, name)
+def test_cluster_names(engine, name, refusal):
+    if refusal is None:
+        register.Registration(engine, name, state="absent")
     else:
-        with pytest.raises(FleetError, match="invalid cluster name"):
-            register.validate_cluster_name(engine, name)
+        with pytest.raises(FleetError, match=refusal):
+            register.Registration(engine, name, state="absent")
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -170,9 +175,25 @@ def test_agent_hub_objects_least_privilege():
         "Role/karmada-cluster/system:karmada:m2:agent-secret", "RoleBinding/karmada-cluster/system:karmada:m2:agent-secret",
         "Role/karmada-es-m2/system:karmada:m2:agent-work", "RoleBinding/karmada-es-m2/system:karmada:m2:agent-work",
     ]
-    cluster_wide = objects[2][1]["rules"]
-    assert not [r for r in cluster_wide if {"secrets", "works", "*"} & set(r["resources"])]
-    assert objects[4][1]["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
+    cluster_wide, in_credential_namespace = objects[2][1]["rules"], objects[4][1]["rules"]
+    assert not [r for r in cluster_wide if {"secrets", "works", "leases", "*"} & set(r["resources"])]
+    # every verb that can name an object names the agent's own; create, list and watch only where they are needed
+    for rule in cluster_wide + in_credential_namespace:
+        named = set(rule["verbs"]) & {"get", "update", "patch", "delete"}
+        if {"clusters", "clusters/status", "secrets", "leases"} & set(rule["resources"]) and named:
+            assert rule["resourceNames"] in (["m2"], ["m2", "m2-impersonator"]), rule
+        if "resourceNames" not in rule:
+            assert not (set(rule["verbs"]) - {"create", "list", "watch"}) or rule["resources"][0] not in (
+                "clusters", "clusters/status", "secrets", "leases"), rule
+    assert in_credential_namespace == [
+        {"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["m2", "m2-impersonator"],
+         "verbs": ["get", "patch", "update"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["m2"], "verbs": ["get", "update"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+    ]
+    assert [r["verbs"] for r in cluster_wide if r["resources"] == ["clusters"]] == [
+        ["get", "update", "patch", "delete"], ["create", "list", "watch"]]
     for kind, binding in objects[3::2]:
         assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:karmada:agent:m2"}]
         assert binding["roleRef"]["name"] == binding["metadata"]["name"]
@@ -406,6 +427,25 @@ def test_karmada_csr_wait_timeout_says_how_to_approve(ca, cluster_fakes):
     assert exc_info.value.details["csr_name"] in msg
     # only the CSR in flight is kept, for the next run to resume
     assert list(member.objects) == [SECRET.path("kube-system", "multicluster-fleet-registration-member1")]
+
+
+def test_karmada_failure_after_the_hub_rbac_and_the_csr_reports_them(ca, cluster_fakes):
+    member, hub, _ = cluster_fakes
+    bootstrap_hub = BootstrapHub(ca, verdict="pending")
+    with pytest.raises(FleetError) as exc_info:
+        register_karmada(member, hub, bootstrap_hub, reg(csr_wait_timeout=1), FakeDiscovery(ca))
+    details, name = exc_info.value.details, exc_info.value.details["csr_name"]
+    written = [line for line in details["changes"] if not line.endswith(": unchanged")]
+    assert details["changed"] is True and written == details["changes"]
+    assert "hub ClusterRole/system:karmada:member1:agent: created" in written
+    assert written[-1] == "hub CertificateSigningRequest/%s: created" % name
+    assert exc_info.value.msg.endswith("; written before the failure: " + ", ".join(written))
+    # the next run resumes the same CSR and writes nothing else: unchanged, and it says which CSR it resumed
+    with pytest.raises(FleetError) as again:
+        register_karmada(member, hub, bootstrap_hub, reg(csr_wait_timeout=1), FakeDiscovery(ca))
+    assert again.value.details["csr_name"] == name and "written before" not in again.value.msg
+    plan = register_karmada(member, hub, bootstrap_hub, reg(), FakeDiscovery(ca), check_mode=True)
+    assert plan["csr_name"] == name and plan["csr_resumed"] is True
 
 
 def test_karmada_refuses_a_certificate_from_another_ca(ca, cluster_fakes):

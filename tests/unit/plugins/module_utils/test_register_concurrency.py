@@ -443,35 +443,48 @@ def test_a_hub_that_does_not_answer_for_a_while_is_waited_for(ca, time_):
     assert IN_FLIGHT_PATH in member.objects  # for the next run
 
 
-class RestartedHub(BootstrapHub):
-    """A hub that refuses the bootstrap token the first ``refusals`` times the CSR is read (an API server just started)."""
+REFUSALS = {
+    401: "the hub (https://hub.example:6443) refused the credentials (401 Unauthorized): check the token, client "
+         "certificate or kubeconfig user",
+    # an API server just started forbids requests for about a second, until its RBAC authorizer has read the roles
+    403: "the hub (https://hub.example:6443) forbids this (403 Forbidden)",
+}
 
-    def __init__(self, ca, refusals):
+
+class RestartedHub(BootstrapHub):
+    """A hub that refuses the bootstrap token the first ``refusals`` times the CSR is read (an API server just started),
+    answering ``status``."""
+
+    def __init__(self, ca, refusals, status=401):
         super().__init__(ca)
-        self.refusals = refusals
+        self.refusals, self.status = refusals, status
 
     def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
         if method == "GET" and path.startswith(CSR.path() + "/") and self.refusals:
             self.refusals -= 1
-            raise ClusterError("the hub (https://hub.example:6443) refused the credentials (401 Unauthorized): check the "
-                               "token, client certificate or kubeconfig user", 401, "Unauthorized")
+            raise ClusterError(REFUSALS[self.status], self.status, "Refused")
         return super().request(method, path, body, query, content_type, timeout)
 
 
-def test_a_hub_refusing_the_token_for_a_while_is_waited_for_and_then_given_up(ca, time_):
+@pytest.mark.parametrize("status, cause", [
+    (401, "the bootstrap token expired or was deleted; create a fresh one with multicluster.fleet.bootstrap_token"),
+    (403, "the hub's RBAC no longer lets the bootstrap token's groups read CSRs (ClusterRole system:node-bootstrapper, "
+          "which hub_registration binds); restore it"),
+])
+def test_a_hub_refusing_the_token_for_a_while_is_waited_for_and_then_given_up(ca, time_, status, cause):
     tolerated = register.TOKEN_REFUSAL_SECONDS  # polls a second apart (wait_sleep=1)
-    result = register_karmada(Member(), None, RestartedHub(ca, tolerated), time_)
+    result = register_karmada(Member(), None, RestartedHub(ca, tolerated, status), time_)
     assert result["changed"]
-    member, bootstrap_hub = Member(), RestartedHub(ca, tolerated + 1)
+    member, bootstrap_hub = Member(), RestartedHub(ca, tolerated + 1, status)
     with pytest.raises(FleetError) as exc_info:
         register_karmada(member, None, bootstrap_hub, time_)
     name = exc_info.value.details["csr_name"]
     assert exc_info.value.msg == (
-        "the hub (https://hub.example:6443) refused the credentials (401 Unauthorized): check the token, client certificate "
-        "or kubeconfig user, %d times in a row, while this run waited for the certificate of CSR %s: the bootstrap token "
-        "expired or was deleted; create a fresh one with multicluster.fleet.bootstrap_token and run again: the next run "
-        "resumes with this CSR" % (tolerated + 1, name))
-    assert exc_info.value.details["status"] == 401 and sorted(member.objects) == [IN_FLIGHT_PATH]
+        "%s, %d times in a row, while this run waited for the certificate of CSR %s: %s and run again: the next run "
+        "resumes with this CSR; written before the failure: hub CertificateSigningRequest/%s: created"
+        % (REFUSALS[status], tolerated + 1, name, cause, name))
+    assert exc_info.value.details["status"] == status and exc_info.value.details["changed"] is True
+    assert sorted(member.objects) == [IN_FLIGHT_PATH]
 
 
 # --- refusals leave nothing behind ---------------------------------------------------------------------------
