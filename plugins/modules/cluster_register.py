@@ -312,7 +312,7 @@ notes:
     rules of C(karmadactl register) except secrets and works, Role and RoleBinding C(system:karmada:<cluster>:agent-secret)
     (its own Secrets and Lease in C(karmada-cluster)) and C(system:karmada:<cluster>:agent-work) (works in
     C(karmada-es-<cluster>)). Every verb that can name an object is limited to the agent's own (its Cluster, its
-    Secrets, its Lease): one member's agent can neither read another member's stored credentials nor change its
+    Secrets, its Lease), so one member's agent can neither read another member's stored credentials nor change its
     Cluster. Each run writes these roles, so roles an earlier version wrote more broadly are narrowed.
   - Without O(hub), Karmada registration writes only the member side; the agent fails at start until the hub-side RBAC
     exists. O(state=absent) without O(hub) warns that the hub still lists the cluster.
