@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # The test command: sanity, ansible-lint, the documentation (antsibull-docs lint, the docsite), unit and integration tests
-# (integration against a real lab), and the molecule scenarios (site.yml converge, idempotence, verify, detach on a
-# fresh lab per engine).
+# (integration against a real lab), the molecule scenarios (site.yml converge, idempotence, verify, detach on a
+# fresh lab per engine), and the version matrix (every ansible-core of meta/runtime.yml's range in a virtualenv of its
+# own: tests/matrix/matrix.py).
 #
 #   bash tests/run.sh                 # everything
-#   bash tests/run.sh sanity|lint|docs|unit|integration|molecule ...   # selected stages
+#   bash tests/run.sh sanity|lint|docs|unit|integration|molecule|matrix ...   # selected stages
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/tests/setup.sh"
 cd "$root"
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(sanity lint docs unit integration molecule)
+[ ${#stages[@]} -gt 0 ] || stages=(sanity lint docs unit integration molecule matrix)
 
 run_sanity() {
   # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
@@ -55,7 +56,14 @@ for stage in "${stages[@]}"; do
     lint) echo "[tests] ansible-lint (production profile)" >&2; (link_collection && ansible-lint) || failed+=(lint) ;;
     docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh || failed+=(docs) ;;
     molecule) (run_molecule) || failed+=(molecule) ;;
-    *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule)" >&2; exit 2 ;;
+    matrix)
+      # The sanity stage runs ansible-test on this virtualenv's ansible-core, the oldest of the range: with it, the
+      # matrix runs sanity on the newest only.
+      echo "[tests] version matrix" >&2
+      matrix_sanity=both
+      for other in "${stages[@]}"; do [ "$other" != sanity ] || matrix_sanity=newest; done
+      python tests/matrix/matrix.py --sanity "$matrix_sanity" || failed+=(matrix) ;;
+    *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix)" >&2; exit 2 ;;
   esac
 done
 if [ ${#failed[@]} -gt 0 ]; then
