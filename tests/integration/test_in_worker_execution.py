@@ -136,11 +136,11 @@ def test_a_retried_task_reports_the_change_of_its_first_attempt(both):
 
 
 def test_the_variable_switches_the_controller_side_run_off(lab, tmp_path):
+    read = {"name": "Read the hub", "multicluster.fleet.cluster_info": {
+        "engine": "karmada", "kubeconfig": lab.clusters["hub"]["kubeconfig"]}}
     done = run_playbook([{"hosts": "localhost", "gather_facts": False,
-                          "vars": {"multicluster_fleet_module_process": True}, "tasks": [
-        {"name": "Read the hub", "multicluster.fleet.cluster_info": {
-            "engine": "karmada", "kubeconfig": lab.clusters["hub"]["kubeconfig"]}}]}],
-        env={"ANSIBLE_VERBOSITY": "3"})
+                          "vars": {"multicluster_fleet_module_process": True}, "tasks": [read]}],
+                        env={"ANSIBLE_VERBOSITY": "3"})
     assert done.returncode == 0, done.stdout[-3000:]
     assert "running multicluster.fleet.cluster_info as a module process: multicluster_fleet_module_process" in done.stdout
     assert "in a child of the worker" not in done.stdout

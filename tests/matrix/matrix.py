@@ -10,8 +10,8 @@ For each version in the range (its newest release, on the oldest Python found he
                 as module processes, the results compared (a lab of its own)
     smoke       tests/matrix/smoke.py: per engine, site.yml, again (changed=0), --check, detach.yml, on both paths
 on the newest also ``awx``: tests/integration/test_awx.py (site.yml, again and detach.yml as ansible-runner jobs
-in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version (``--sanity``; tests/run.sh, whose sanity stage runs
-ansible-test on the oldest, asks for the newest only). The pre-release runs smoke only, and its result is
+in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version
+(``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on the oldest, asks for the newest only). The pre-release runs smoke only, and its result is
 reported without failing the matrix.
 
 Pythons are looked for as /usr/bin/pythonX.Y and under pyenv's versions directory ($PYENV_ROOT, else ~/.pyenv);
@@ -158,7 +158,8 @@ def step(label, command, env, cwd=ROOT, check_output=None):
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
     output = done.stdout + done.stderr
     ok = done.returncode == 0 and (check_output is None or check_output(output))
-    return ok, time.monotonic() - started, output[-6000:]
+    errors = [line for line in output.splitlines() if line.startswith("ERROR: ") or line.startswith("FAILED ")]
+    return ok, time.monotonic() - started, "\n".join(errors[:200] + ["..."] + output[-6000:].splitlines())
 
 
 def doc_step(bin_dir, env):
@@ -249,8 +250,8 @@ def main():
     failed = [(version, label) for version, label, ok, _seconds, counts in results if counts and not ok]
     log("summary (%.0f s in all):" % (time.monotonic() - started))
     for version, label, ok, seconds, counts in results:
-        log("  %-12s %-8s %6.1f s  %s%s" % (version, label, seconds, "ok" if ok else "FAILED",
-                                          "" if counts else " (pre-release: reported, not failing)"))
+        note = "" if counts else " (pre-release: reported, not failing)"
+        log("  %-12s %-8s %6.1f s  %s%s" % (version, label, seconds, "ok" if ok else "FAILED", note))
     if failed:
         log("FAILED: %s" % ", ".join("%s %s" % item for item in failed))
         return 1
