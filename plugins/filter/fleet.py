@@ -116,26 +116,34 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
         raise AnsibleFilterError("fleet_report: action must be one of %s, not %r" % (", ".join(ACTIONS), action))
     now = now or datetime.datetime.now(datetime.timezone.utc)
     found = dict((c["name"], c) for c in clusters or [])
-    ran = dict((m["name"], m) for m in members or [] if m.get("ran"))
+    ran = [m for m in members or [] if m.get("ran")]
     rows = []
-    for name in sorted(set(found) | set(ran)):
-        cluster, member = found.get(name), ran.get(name)
-        row = {"name": name, "host": member["host"] if member else None, "engine": engine,
-               "mode": "-", "version": "-", "ready": "-", "accepted": "-", "joined": "-", "age": "-",
-               "result": "-", "reason": "", "failed_task": ""}
-        if cluster:
-            row.update(mode=cluster.get("mode") or "-", version=cluster.get("kubernetes_version") or "-",
-                       ready=cluster.get("ready"), age=_age(cluster.get("created"), now),
-                       accepted=cluster.get("accepted") if cluster.get("accepted") is not None else "-",
-                       joined=cluster.get("joined") if cluster.get("joined") is not None else "-")
-        if member:
-            reason = member.get("failure") or ""
-            if not reason and action == "register" and not check_mode:
-                reason = "not registered on the hub" if cluster is None else "" if cluster.get("ready") else _not_ready(cluster)
-            row.update(result="failed" if reason else ACTIONS[action], reason=reason,
-                       failed_task=member.get("failed_task") or "" if reason else "")
-        rows.append(row)
+    for name in sorted(set(found) | set(m["name"] for m in ran)):
+        cluster = found.get(name)
+        # a row per host of this run: two hosts giving a cluster the same name each keep their own result
+        for member in [m for m in ran if m["name"] == name] or [None]:
+            rows.append(_row(name, cluster, member, engine, action, check_mode, now))
     return rows
+
+
+def _row(name, cluster, member, engine, action, check_mode, now):
+    """The summary row of cluster ``name`` (as the hub reports it, or None) and of ``member``, the host of this run
+    that registered or detached it (or None)."""
+    row = {"name": name, "host": member["host"] if member else None, "engine": engine,
+           "mode": "-", "version": "-", "ready": "-", "accepted": "-", "joined": "-", "age": "-",
+           "result": "-", "reason": "", "failed_task": ""}
+    if cluster:
+        row.update(mode=cluster.get("mode") or "-", version=cluster.get("kubernetes_version") or "-",
+                   ready=cluster.get("ready"), age=_age(cluster.get("created"), now),
+                   accepted=cluster.get("accepted") if cluster.get("accepted") is not None else "-",
+                   joined=cluster.get("joined") if cluster.get("joined") is not None else "-")
+    if member:
+        reason = member.get("failure") or ""
+        if not reason and action == "register" and not check_mode:
+            reason = "not registered on the hub" if cluster is None else "" if cluster.get("ready") else _not_ready(cluster)
+        row.update(result="failed" if reason else ACTIONS[action], reason=reason,
+                   failed_task=member.get("failed_task") or "" if reason else "")
+    return row
 
 
 def _short(text, width=REASON_WIDTH):

@@ -119,13 +119,18 @@ def recap_of(stdout):
                 for m in RECAP.findall(stdout))
 
 
-def summary(stdout):
-    """The last fleet summary table a playbook printed, as {name: {column: value}} (RESULT with its reason)."""
+def summary_rows(stdout):
+    """The rows of the last fleet summary table a playbook printed, in order: [{column: value}] (RESULT with its
+    reason); a cluster that two hosts of the run registered has a row for each."""
     block = stdout[stdout.rindex("TASK [Print the fleet summary]"):]
     lines = re.findall(r'^\s+"(.*)",?$', block[:block.index("\n}")], re.MULTILINE)
     header = re.split(r"\s{2,}", lines[0])
-    rows = [re.split(r"\s{2,}", line, maxsplit=len(header) - 1) for line in lines[1:]]
-    return dict((row[0], dict(zip(header, row))) for row in rows)
+    return [dict(zip(header, re.split(r"\s{2,}", line, maxsplit=len(header) - 1))) for line in lines[1:]]
+
+
+def summary(stdout):
+    """The last fleet summary table a playbook printed, as {name: {column: value}} (RESULT with its reason)."""
+    return dict((row["NAME"], row) for row in summary_rows(stdout))
 
 
 def failures(stdout, after="PLAY [Summarize the fleet]"):

@@ -87,6 +87,13 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
          "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1, two)"),
         ("agent_install", {"agent_install_karmada_replicas": "1.5", "validate": False},
          "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1.5, 1)"),
+        # a wait step of 0 would divide by zero when the retries are counted
+        ("hub_init", {"hub_init_wait_step": 0},
+         "hub_init_wait_timeout and hub_init_wait_step must be whole numbers of seconds, at least 1 (got 300, 0)"),
+        ("agent_install", {"agent_install_wait_step": 0, "validate": False},
+         "agent_install_wait_timeout and agent_install_wait_step must be whole numbers of seconds, at least 1 (got 300, 0)"),
+        ("agent_install", {"agent_install_wait_timeout": -1, "validate": False},
+         "agent_install_wait_timeout and agent_install_wait_step must be whole numbers of seconds, at least 1 (got -1, 10)"),
     ]
     tasks = []
     for index, (name, variables, _message) in enumerate(cases):

@@ -139,6 +139,23 @@ def assert_no_warnings(output):
     assert warnings == [], "\n".join(warnings)
 
 
+@pytest.mark.parametrize("variables, message", [
+    ({"fleet_wait_step": 0}, "fleet_wait_step must be a whole number of seconds, at least 1, not 0"),
+    ({"fleet_wait_timeout": -1}, "fleet_wait_timeout must be a whole number of seconds, at least 1, not -1"),
+    ({"fleet_hub_wait_timeout": "soon"}, "fleet_hub_wait_timeout must be a whole number of seconds, at least 1, not soon"),
+    ({"fleet_engine": "rancher"}, "fleet_engine must be karmada or ocm, not rancher"),
+])
+def test_bad_playbook_variables_are_refused_by_their_own_names(lab, simulations, starting_state, tmp_path, variables,
+                                                               message):
+    """Before anything is written, the run says which of its variables is wrong - not an option it passes it to. The hub
+    play's first task refuses it (the member plays check the same, for a run without the hub host), and the run ends."""
+    done, recap = play("site.yml", write_inventory(lab, tmp_path, "karmada"), **variables)
+    assert done.returncode != 0 and recap["hub-cluster"]["failed"] == 1, done.stdout[-4000:]
+    assert task_result(done.stdout, "Check the hub and the playbook's variables", "hub-cluster") == "fatal"
+    assert '"msg": "%s"' % message in done.stdout, done.stdout[-4000:]
+    assert snapshot(lab) == starting_state
+
+
 class TestKarmada:
     # Without Karmada's CSR auto-approval (the molecule scenario covers it), so that site.yml approves the pull
     # member's CSR with csr_accept while the member waits for its certificate.

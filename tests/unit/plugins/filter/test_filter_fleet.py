@@ -119,6 +119,16 @@ class TestReport:
         assert fleet.fleet_report(members, [], "karmada", check_mode=True)[0]["result"] == "registered"
         assert fleet.fleet_report(members, [], "karmada", action="detach")[0]["result"] == "detached"
 
+    def test_two_hosts_giving_a_cluster_the_same_name_each_keep_their_result(self):
+        """The verdict counts hosts, never names: one host's success must not hide another's failure."""
+        hostvars = {"impostor": {"cluster_name": "member1", "fleet_started": True, "fleet_failure": "refused",
+                                 "fleet_failed_task": "Check the member's settings"},
+                    "member1": {"fleet_started": True, "fleet_done": True}}
+        members = fleet.fleet_members(["impostor", "member1"], hostvars)
+        rows = fleet.fleet_report(members, [cluster("member1")], "karmada", now=NOW)
+        assert [(r["name"], r["host"], r["result"]) for r in rows] == [("member1", "impostor", "failed"),
+                                                                       ("member1", "member1", "registered")]
+
     def test_unknown_action(self):
         with pytest.raises(AnsibleFilterError, match="register, detach"):
             fleet.fleet_report([], [], "karmada", action="join")
