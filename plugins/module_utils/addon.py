@@ -267,6 +267,7 @@ def deployment_config(name, namespace, customized_variables=None, node_placement
         if not CONTAINER_ID_RE.match(item["container_id"]):
             raise FleetError("resource_requirements[%d]: container_id %r must be <resource type>:<name>:<container>, "
                              "for example deployments:*:* or *:*:*" % (index, item["container_id"]))
+        resources.check_requests_within_limits(item.get("requests"), item.get("limits"), "resource_requirements[%d]" % index)
         requirements.append({"containerID": item["container_id"],
                              "resources": {"requests": item.get("requests") or None, "limits": item.get("limits") or None}})
     placement_option = node_placement or {}

@@ -202,7 +202,30 @@ def build_configuration(auth, who="the cluster"):
     config.impersonate_groups = list(auth.get("impersonate_groups") or [])
     if not config.host or config.host == DEFAULT_HOST:
         raise FleetError("%s: no API server given; set kubeconfig (and context) or host" % who)
+    _check_url(who, "host" if auth.get("host") else "the kubeconfig's server", config.host, ("https", "http"),
+               "https://10.0.0.7:6443")
+    if config.proxy:
+        _check_url(who, "proxy" if auth.get("proxy") else "the kubeconfig's proxy-url", config.proxy, ("http", "https"),
+                   "http://proxy.example:3128")
     return config
+
+
+def _check_url(who, option, url, schemes, example):
+    """FleetError naming ``option`` unless ``url`` is a URL with one of ``schemes``, a host and a numeric port."""
+    problem = None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except (TypeError, ValueError):
+        parts, port, problem = None, None, "it is not a URL with a numeric port"
+    if problem is None and parts.scheme not in schemes:
+        problem = "the scheme must be %s" % " or ".join("%s://" % scheme for scheme in schemes)
+    elif problem is None and not parts.hostname:
+        problem = "it names no host"
+    elif problem is None and port == 0:
+        problem = "the port must be between 1 and 65535"
+    if problem:
+        raise FleetError("%s: invalid %s %r: %s; expected a URL such as %s" % (who, option, str(url), problem, example))
 
 
 def _from_kubeconfig(kubeconfig, context, who):

@@ -67,6 +67,9 @@ def load(kubeconfig, who="the cluster"):
             config = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml when present
     except (OSError, yaml.YAMLError) as exc:
         raise FleetError("%s: cannot read %s: %s" % (who, source, exc))
+    except UnicodeDecodeError:
+        raise FleetError("%s: %s is not a kubeconfig: it is not text (a binary file?); expected a YAML kubeconfig"
+                         % (who, source))
     if not isinstance(config, dict):
         raise FleetError("%s: %s is not a kubeconfig (expected a mapping)" % (who, source))
     return source, os.path.dirname(os.path.abspath(path)), config

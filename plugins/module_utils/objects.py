@@ -44,7 +44,7 @@ def prepare(manifests, namespace=None):
     ``kind: List`` documents are expanded. Namespaced objects without ``metadata.namespace`` get
     ``namespace``; cluster-scoped objects lose a namespace they should not have.
     """
-    items = []
+    items, seen = [], {}
     for position, manifest in enumerate(expand(manifests), 1):
         if not isinstance(manifest, dict):
             raise FleetError("object %d is not a mapping but %s" % (position, type(manifest).__name__))
@@ -63,6 +63,11 @@ def prepare(manifests, namespace=None):
                                  % (kind.kind, metadata["name"]))
         else:
             manifest["metadata"].pop("namespace", None)
+        ref = kind.ref(manifest["metadata"]["name"], manifest["metadata"].get("namespace"))
+        if ref in seen:
+            raise FleetError("objects %d and %d are the same object, %s (%s): give each object once"
+                             % (seen[ref], position, ref, kind.api_version))
+        seen[ref] = position
         items.append((kind, manifest))
     return items
 

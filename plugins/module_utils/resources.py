@@ -13,6 +13,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import decimal
+import re
 import time
 from urllib.parse import quote
 
@@ -243,11 +245,12 @@ def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, ti
 def failed_after(exc, written, verb, **details):
     """``exc`` as the failure of a run that changed ``written`` (change lines) before it: the message names them
     (``<verb> before the failure: ...``), ``changed`` says so, and ``details`` (say, every outcome) join the result."""
-    msg = exc.msg
-    if written:
-        msg += "; %s before the failure: %s" % (verb, ", ".join(written))
+    if not written:  # the error itself, saying that nothing changed
+        exc.details.update(details, changed=False)
+        return exc
+    msg = "%s; %s before the failure: %s" % (exc.msg, verb, ", ".join(written))
     error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError
-    return error(msg, **dict(exc.details, changed=bool(written), **details))
+    return error(msg, **dict(exc.details, changed=True, **details))
 
 
 def wait_until_gone(cluster, kind, name, namespace=None, timeout=60, interval=1.0):
@@ -334,6 +337,32 @@ def wait_argument_spec(condition=False):
             reason=dict(type="str"),
         ))
     return spec
+
+
+_QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+_QUANTITY_SUFFIXES = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
+                      "n": decimal.Decimal("1e-9"), "u": decimal.Decimal("1e-6"), "m": decimal.Decimal("1e-3"), None: 1,
+                      "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18}
+
+
+def quantity(text, option):
+    """The value of a Kubernetes quantity (``500m``, ``1Gi``, ``2``) as a Decimal; FleetError naming ``option`` otherwise."""
+    match = _QUANTITY_RE.match(str(text).strip())
+    if not match:
+        raise FleetError("%s: %r is not a Kubernetes quantity (such as 500m, 2, 128Mi or 1Gi)" % (option, text))
+    number, suffix = decimal.Decimal(match.group(1)), match.group(2)
+    if suffix and suffix[0] in "eE" and len(suffix) > 1:
+        return number.scaleb(int(suffix[1:]))
+    return number * _QUANTITY_SUFFIXES[suffix]
+
+
+def check_requests_within_limits(requests, limits, option):
+    """FleetError naming ``option`` when a resource request exceeds its limit (every Pod would be refused)."""
+    for name, request in sorted((requests or {}).items()):
+        if name in (limits or {}) and quantity(request, "%s requests.%s" % (option, name)) > quantity(
+                limits[name], "%s limits.%s" % (option, name)):
+            raise FleetError("%s: the %s request %s exceeds its limit %s; Kubernetes refuses such a container"
+                             % (option, name, request, limits[name]))
 
 
 def check_duration(option, value, least=0):

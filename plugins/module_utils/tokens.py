@@ -43,6 +43,10 @@ _DURATION_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 # --- durations ---------------------------------------------------------------------------------
 
 
+# The longest TTL: a token's expiration must stay a date (year 9999 at the latest); 100 years is far beyond any use.
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600
+
+
 def parse_duration(value):
     """Return whole seconds for ``value``: an integer (seconds) or a Go-style duration (``24h``, ``1h30m``, ``90s``).
 
@@ -64,6 +68,9 @@ def parse_duration(value):
             raise FleetError("ttl must be a duration such as 24h, 30m, 90s or a number of seconds, got %r" % (value,))
     if seconds < 0:
         raise FleetError("ttl must not be negative, got %r" % (value,))
+    if seconds > MAX_TTL_SECONDS:
+        raise FleetError("ttl %r is longer than %d years, the longest a token's expiration can be written for; use 0 for "
+                         "a token that never expires" % (value, MAX_TTL_SECONDS // (365 * 24 * 3600)))
     return seconds
 
 

@@ -82,6 +82,8 @@ def load_sources(paths):
                     documents = list(yaml.safe_load_all(handle))
             except (OSError, yaml.YAMLError) as exc:
                 raise FleetError("cannot read manifests from %s: %s" % (filename, exc))
+            except UnicodeDecodeError:
+                raise FleetError("src %s is not text (a binary file?): expected YAML manifests" % filename)
             items.extend((doc, "%s, document %d" % (filename, index + 1))
                          for index, doc in enumerate(documents) if doc is not None)
     return items

@@ -63,6 +63,9 @@ class Context:
         self.garbage = str(tmp_path / "garbage.kubeconfig")
         with open(self.garbage, "w") as handle:
             handle.write("clusters: [unclosed\n")
+        self.binary = str(tmp_path / "binary.kubeconfig")
+        with open(self.binary, "wb") as handle:
+            handle.write(bytes(range(256)) * 4)
         self.other_ca = lab.clusters["member1"]["ca_cert"]
         self.token = token
         self.hub_server = lab.clusters["hub"]["server"]
@@ -178,6 +181,14 @@ ROWS = [
     ("cluster_join", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must be at least 1 second, got -1"]),
     ("bootstrap_token", "negative ttl", lambda c: dict(ttl=-1), ["ttl must not be negative, got -1"]),
     ("cluster_register", "negative csr_wait_timeout", lambda c: dict(csr_wait_timeout=-1), ["csr_wait_timeout must be at least 1"]),
+    ("bootstrap_token", "ttl of eleven million years", lambda c: dict(ttl="99999999999h"),
+     ["ttl '99999999999h' is longer than 100 years", "use 0 for a token that never expires"]),
+    ("k8s_objects", "src that is a binary file", lambda c: dict(objects=None, src=c.binary),
+     lambda c: ["src %s is not text (a binary file?): expected YAML manifests" % c.binary]),
+    ("manifest_work", "src that is a binary file", lambda c: dict(manifests=None, src=[c.binary]),
+     lambda c: ["src %s is not text (a binary file?): expected YAML manifests" % c.binary]),
+    ("k8s_objects", "the same object twice", lambda c: dict(objects=[cm("bad-input"), cm("bad-input")]),
+     ["objects 1 and 2 are the same object, ConfigMap/default/bad-input (v1)"]),
     ("cluster_register", "negative discovery_timeout", lambda c: dict(discovery_timeout=-5), ["discovery_timeout must be at least 0"]),
 ]
 
@@ -188,6 +199,16 @@ CREDENTIAL_ROWS = [
     ("kubeconfig that is no YAML", lambda c: {"kubeconfig": c.garbage}, lambda c: [c.garbage]),
     ("unreachable API server", lambda c: {"host": c.closed, "ca_cert": c.lab.clusters["hub"]["ca_cert"]},
      lambda c: ["(%s) is unreachable" % c.closed, "Connection refused"]),
+    # malformed connection values: each names the option, the value and what is expected
+    ("host without a scheme", lambda c: {"host": c.hub_server.split("://", 1)[1]},
+     lambda c: ["invalid host %r: the scheme must be https:// or http://" % c.hub_server.split("://", 1)[1],
+                "expected a URL such as https://10.0.0.7:6443"]),
+    ("host with a port that is no number", lambda c: {"host": "https://127.0.0.1:port"},
+     lambda c: ["invalid host 'https://127.0.0.1:port': it is not a URL with a numeric port"]),
+    ("proxy of an unknown scheme", lambda c: {"host": c.hub_server, "proxy": "ftp://127.0.0.1:21"},
+     lambda c: ["invalid proxy 'ftp://127.0.0.1:21': the scheme must be http:// or https://"]),
+    ("kubeconfig that is a binary file", lambda c: {"kubeconfig": c.binary},
+     lambda c: ["%s is not a kubeconfig: it is not text (a binary file?)" % c.binary]),
 ]
 
 

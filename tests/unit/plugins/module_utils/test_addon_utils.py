@@ -245,10 +245,22 @@ class TestDeploymentConfig:
         ({"customized_variables": {"LONG": "x" * 1025}}, "the value of LONG is longer than 1024 characters"),
         ({"agent_install_namespace": "Bad_NS"}, "agent_install_namespace 'Bad_NS' is not a valid namespace name"),
         ({"resource_requirements": [{"container_id": "deployment:x"}]}, r"resource_requirements\[0\]: container_id 'deployment:x'"),
+        # every Pod would be refused: a request above its limit, however the two are written
+        ({"resource_requirements": [{"container_id": "*:*:*", "requests": {"cpu": "1.5"}, "limits": {"cpu": "1000m"}}]},
+         r"resource_requirements\[0\]: the cpu request 1.5 exceeds its limit 1000m"),
+        ({"resource_requirements": [{"container_id": "*:*:*", "requests": {"memory": "2Gi"}, "limits": {"memory": "2000Mi"}}]},
+         r"the memory request 2Gi exceeds its limit 2000Mi"),
+        ({"resource_requirements": [{"container_id": "*:*:*", "requests": {"memory": "lots"}, "limits": {"memory": "1Gi"}}]},
+         r"resource_requirements\[0\] requests.memory: 'lots' is not a Kubernetes quantity"),
     ])
     def test_checks(self, kwargs, message):
         with pytest.raises(FleetError, match=message):
             addon.deployment_config("cfg", "default", **kwargs)
+
+    def test_requests_up_to_their_limits_are_accepted(self):
+        spec = addon.deployment_config("cfg", "default", resource_requirements=[
+            {"container_id": "*:*:*", "requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "0.5", "memory": "1024Mi"}}])
+        assert spec["spec"]["resourceRequirements"][0]["resources"]["limits"] == {"cpu": "0.5", "memory": "1024Mi"}
 
     def test_ensure_returns_the_spec_hash_and_reruns_unchanged(self, hub):
         options = dict(name="cfg", namespace="default", state="present", customized_variables={"A": "1"})

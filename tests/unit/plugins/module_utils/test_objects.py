@@ -65,6 +65,12 @@ class TestPrepare:
         with pytest.raises(FleetError, match="ConfigMap settings needs a namespace"):
             prepared(CM_NO_NS)
 
+    def test_the_same_object_twice_is_refused(self):
+        """Twice in one list - once with the default namespace - would be applied twice, the second winning."""
+        with pytest.raises(FleetError, match=r"objects 1 and 3 are the same object, ConfigMap/demo/settings \(v1\)"):
+            prepared(CM, NS, CM_NO_NS, namespace="demo")
+        assert len(prepared(CM, CM_NO_NS, namespace="other")) == 2  # another namespace: another object
+
     def test_cluster_scoped_object_loses_a_namespace(self):
         items = prepared(dict(NS, metadata={"name": "demo", "namespace": "x"}))
         assert "namespace" not in items[0][1]["metadata"]
