@@ -11,6 +11,15 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import karmada,
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 ENGINES = ("karmada", "ocm")
+
+
+def cluster_id(member):
+    """A member cluster's id: the UID of its ``kube-system`` namespace (Karmada's ``spec.id``; recorded on OCM's
+    ManagedCluster as :data:`ocm.CLUSTER_ID_ANNOTATION`)."""
+    namespace = resources.get(member, resources.NAMESPACE, "kube-system")
+    if namespace is None:
+        raise FleetError("%s has no kube-system namespace to take its cluster id from" % member.label)
+    return namespace["metadata"]["uid"]
 _MEMBER_KIND = {"karmada": (karmada.CLUSTER, karmada.summarize_cluster),
                 "ocm": (ocm.MANAGED_CLUSTER, ocm.summarize_managed_cluster)}
 

@@ -34,7 +34,7 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, karmada, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
@@ -60,32 +60,14 @@ def validate(params):
     resources.check_duration("wait_sleep", params.get("wait_sleep"), least=1)
 
 
-def member_cluster_id(member):
-    """The cluster id Karmada uses: the UID of the member's ``kube-system`` namespace."""
-    namespace = resources.get(member, NAMESPACE, "kube-system")
-    if namespace is None:
-        raise FleetError("%s has no kube-system namespace to take its cluster id from" % member.label)
-    return namespace["metadata"]["uid"]
-
-
-def registered_cluster(hub, name, cluster_id):
-    """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id``."""
-    existing = None
-    for obj in resources.list_objects(hub, CLUSTER):
-        other = obj["metadata"]["name"]
-        if other == name:
-            existing = obj
-        elif (obj.get("spec") or {}).get("id") == cluster_id:
-            raise FleetError("the member (cluster id %s) is already registered on the hub as Cluster '%s'; use "
-                             "cluster_name=%s, or unjoin '%s' first" % (cluster_id, other, other, other))
-    if existing is not None:
-        spec = existing.get("spec") or {}
-        if spec.get("syncMode") != "Push":
-            raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "
-                             "state=absent before joining it in Push mode" % (name, spec.get("syncMode")))
-        if spec.get("id") != cluster_id:
-            raise FleetError("Cluster '%s' on the hub belongs to another cluster (id %s; this member's id is %s); "
-                             "choose another cluster_name, or unjoin '%s' first" % (name, spec.get("id"), cluster_id, name))
+def registered_cluster(hub, name, cluster_id, member):
+    """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id`` (the identity rule,
+    :func:`karmada.registered_cluster`) and a Pull cluster of that name."""
+    existing = karmada.registered_cluster(resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
+    mode = ((existing or {}).get("spec") or {}).get("syncMode")
+    if existing is not None and mode != "Push":
+        raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "
+                         "state=absent before joining it in Push mode" % (name, mode))
     return existing
 
 
@@ -205,8 +187,8 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None):
     """
     validate(params)
     name, namespace = params["cluster_name"], params["cluster_namespace"]
-    cluster_id = member_cluster_id(member)
-    existing = registered_cluster(hub, name, cluster_id)
+    cluster_id = fleet.cluster_id(member)
+    existing = registered_cluster(hub, name, cluster_id, member)
 
     member_outcomes, hub_outcomes = [], []
     groups = [("member", member_outcomes), ("hub", hub_outcomes)]
@@ -345,7 +327,7 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
     cluster_id = spec.get("id")
     if member is not None:
         try:
-            cluster_id = member_cluster_id(member)
+            cluster_id = fleet.cluster_id(member)
         except ClusterError as exc:
             raise FleetError("%s; to unjoin without cleaning up the member, leave out the member option" % exc.msg,
                              **exc.details)

@@ -77,7 +77,7 @@ class Registration:
                  registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1, proxy_url=None,
                  proxy_ca_cert=None, proxy_server_address=None, wait=False, deploy_agent=False,
                  agent_image=karmada.DEFAULT_AGENT_IMAGE, agent_replicas=1, provider=None, region=None, zones=None,
-                 accept=False):
+                 accept=False, allow_mode_change=False):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
@@ -95,6 +95,10 @@ class Registration:
             raise FleetError("accept is an OCM setting (clusteradm accept); a Karmada hub approves agent CSRs itself, or "
                              "with multicluster.fleet.csr_accept; engine is %s" % engine)
         self.accept = bool(accept)
+        if allow_mode_change and engine != "karmada":
+            raise FleetError("allow_mode_change is a Karmada setting (an OCM cluster has no Push or Pull mode); engine is %s"
+                             % engine)
+        self.allow_mode_change = bool(allow_mode_change)
         self.agent_image, self.agent_replicas = agent_image, agent_replicas
         self.provider, self.region, self.zones = provider or "", region or "", list(zones or [])
         self.wait = bool(wait)
@@ -231,8 +235,6 @@ class Report:
         except FleetError as exc:
             done = self.result()
             written = [line for line, (_cluster, outcome) in zip(done["changes"], self.outcomes) if outcome.changed]
-            if not written:
-                raise
             raise resources.failed_after(exc, written, verb, changes=done["changes"])
 
     def result(self, **extra):
@@ -403,7 +405,8 @@ def _refuse_another_karmada_agent(parts, name, doing):
 
 
 def _refuse_another_klusterlet(runtime, placement, name, doing):
-    """FleetError when the Klusterlet this registration would use registers another cluster."""
+    """FleetError when the Klusterlet this registration would use registers another cluster (none when the cluster does
+    not serve the Klusterlet API yet)."""
     current = resources.get(runtime, ocm.KLUSTERLET, placement.klusterlet)
     registered_as = ((current or {}).get("spec") or {}).get("clusterName")
     if registered_as and registered_as != name:
@@ -552,6 +555,32 @@ class RegistrationLock:
         return None
 
 
+# --- one name, one cluster ------------------------------------------------------------------------
+
+
+def check_identity(member, hub, reg):
+    """Refuse, before anything is written, to register this member under a name the hub gives another cluster, or
+    under a second name (docs/architecture.md 3.2); a Karmada Push member is not turned into a Pull one unless
+    ``allow_mode_change``. Returns the member's cluster id. Without hub credentials there is nothing to compare with
+    (a bootstrap token may not list the hub's clusters)."""
+    cluster_id = fleet.cluster_id(member)
+    if hub is None:
+        return cluster_id
+    endpoint = reg.api_endpoint or member.server
+    if reg.engine == "karmada":
+        existing = karmada.registered_cluster(resources.list_objects(hub, karmada.CLUSTER), reg.cluster_name, cluster_id,
+                                              endpoint)
+        mode = ((existing or {}).get("spec") or {}).get("syncMode")
+        if mode == "Push" and not reg.allow_mode_change:
+            raise FleetError("Cluster '%s' is registered on the hub in Push mode; registering it by pull would make it a "
+                             "Pull member: set allow_mode_change=true to do so, or keep joining it with "
+                             "multicluster.fleet.cluster_join" % reg.cluster_name)
+    else:
+        ocm.registered_managed_cluster(resources.list_objects(hub, ocm.MANAGED_CLUSTER), reg.cluster_name, cluster_id,
+                                       endpoint)
+    return cluster_id
+
+
 # --- Karmada ---------------------------------------------------------------------------------------
 
 
@@ -682,7 +711,8 @@ def _post_csr(hub, member, reg, name, request_pem, check_mode):
         if not check_mode:
             _forget_in_flight(member, reg)
         hint = (" (the bootstrap token expired or was deleted since discovery: create a fresh one with "
-                "multicluster.fleet.bootstrap_token and run again)" if exc.status == 401 else "")
+                "multicluster.fleet.bootstrap_token and run again; that run keeps what this one wrote on the hub)"
+                if exc.status == 401 else "")
         raise FleetError("posting CSR %s failed: %s%s; the member was not changed" % (name, exc.msg, hint), **exc.details)
 
 
@@ -832,8 +862,10 @@ def karmada_present(member, hub, reg, check_mode=False, connect=bootstrap_connec
 
 
 def _karmada_present(member, hub, reg, report, check_mode, connect, discover_hub, lock):
+    cluster_id = check_identity(member, hub, reg)
     stored, parts, problem = _stored_agent(member, reg)
-    result = dict(engine="karmada", cluster_name=reg.cluster_name, agent_user=karmada.agent_user(reg.cluster_name),
+    result = dict(engine="karmada", cluster_name=reg.cluster_name, cluster_id=cluster_id,
+                  agent_user=karmada.agent_user(reg.cluster_name),
                   api_endpoint=reg.api_endpoint or member.server, proxy_server_address=reg.proxy_server_address,
                   csr_name=None, csr_resumed=None, reason=problem, waited_for=None)
     if problem is None:
@@ -970,12 +1002,12 @@ def karmada_absent(member, hub, reg, check_mode=False):
 # --- OCM -------------------------------------------------------------------------------------------
 
 
-def _require_klusterlet_crd(runtime):
+def _serves_klusterlets(runtime):
     try:
         runtime.request("GET", ocm.KLUSTERLET.path())
     except client.NotFound:
-        raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
-                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
+        return False
+    return True
 
 
 def _stored_ocm_credentials(runtime, reg):
@@ -1008,12 +1040,21 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
     report = Report()
     placement = reg.placement
     runtime = hosting or member
-    _require_klusterlet_crd(runtime)
+    cluster_id = check_identity(member, hub, reg)
     _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
+    result = dict(engine="ocm", cluster_name=reg.cluster_name, cluster_id=cluster_id,
+                  api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=None, certificate_expiration=None,
+                  joined=False, hub_server=None, ca_pins=[], klusterlet=placement.klusterlet,
+                  agent_namespace=placement.agent_namespace)
+    if not _serves_klusterlets(runtime):
+        if check_mode:  # checked what can be checked (the identity rule); the rest needs the operator's API
+            result["reason"] = ("not previewed: %s does not serve the Klusterlet API yet (role "
+                                "multicluster.fleet.agent_install installs it)" % runtime.label)
+            return report.result(**result)
+        raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
+                         "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
     expiration, problem = _stored_ocm_credentials(runtime, reg)
-    result = dict(engine="ocm", cluster_name=reg.cluster_name, api_endpoint=reg.api_endpoint or member.server,
-                  csr_name=None, reason=problem, certificate_expiration=expiration, joined=problem is None,
-                  hub_server=None, ca_pins=[], klusterlet=placement.klusterlet, agent_namespace=placement.agent_namespace)
+    result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
     if problem:
         discovered = discover(reg, discover_hub)
         result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
@@ -1063,6 +1104,8 @@ def ocm_accept(hub, reg, registered, check_mode=False):
             ref = diff["before_header"]
             verb = "approved" if ref.startswith(CSR.kind) else "accepted (hubAcceptsClient)"
             report.add(hub, _Accepted(ref, verb, diff))
+        # the cluster id the identity check of later registrations compares with (OCM keeps none)
+        report.ensure(hub, ocm.MANAGED_CLUSTER, ocm.cluster_id_annotation(name, registered["cluster_id"]), check_mode)
         if waits:
             fleet.wait_for_clusters(hub, "ocm", name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
     except FleetError as exc:

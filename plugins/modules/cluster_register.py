@@ -170,6 +170,14 @@ options:
         warning says so otherwise.
     type: bool
     default: false
+  allow_mode_change:
+    description:
+      - Karmada only. Register by pull a cluster the hub has as a Push member (joined with M(multicluster.fleet.cluster_join)):
+        its agent takes over the Cluster, which becomes a Pull member. The Push credentials (the hub Secrets, the member
+        ServiceAccounts) are not removed; unjoining the member first removes them with it.
+      - Without it such a registration is refused before anything is written, naming the current mode.
+    type: bool
+    default: false
   deploy_agent:
     description:
       - Karmada only. After the registration, deploy the karmada-agent on the member as C(karmadactl register) does -
@@ -314,6 +322,10 @@ notes:
     C(karmada-es-<cluster>)). Every verb that can name an object is limited to the agent's own (its Cluster, its
     Secrets, its Lease), so one member's agent can neither read another member's stored credentials nor change its
     Cluster. Each run writes these roles, so roles an earlier version wrote more broadly are narrowed.
+  - One name, one cluster. With O(hub), a registration is refused before anything is written when the hub has
+    O(cluster_name) for another cluster (another cluster id - the UID of the member's C(kube-system) namespace, Karmada's
+    C(spec.id), on OCM the id recorded at acceptance), or has this cluster under another name; the message names both
+    clusters and their ids. Without O(hub) the hub cannot be asked (a bootstrap token may not list its clusters).
   - Without O(hub), Karmada registration writes only the member side; the agent fails at start until the hub-side RBAC
     exists. O(state=absent) without O(hub) warns that the hub still lists the cluster.
   - The karmada-agent Deployment itself and the klusterlet operator are installed by the role
@@ -484,11 +496,21 @@ cluster_name:
   type: str
   sample: member2
 reason:
-  description: Why the run requested a certificate (Karmada) or wrote the bootstrap kubeconfig (OCM); null when the
-    stored credentials were kept.
+  description:
+    - Why the run requested a certificate (Karmada) or wrote the bootstrap kubeconfig (OCM); null when the stored
+      credentials were kept.
+    - OCM in check mode on a cluster that does not serve the Klusterlet API yet - that the join is not previewed (only the
+      identity checks ran).
   returned: when O(state=present)
   type: str
   sample: the certificate expires at 2027-01-02T03:04:05Z, within the renewal window
+cluster_id:
+  description:
+    - The member's cluster id, the UID of its C(kube-system) namespace - the Karmada Cluster's C(spec.id), and on OCM
+      recorded on the ManagedCluster (annotation C(multicluster.fleet/cluster-id)) when O(accept) accepts it.
+  returned: when O(state=present)
+  type: str
+  sample: 3f5e8c1a-2b7d-4c9e-8f10-6a2b3c4d5e6f
 csr_name:
   description:
     - The Karmada agent CSR created (or, in check mode, planned) on the hub, or the one an earlier run posted and this
@@ -587,7 +609,7 @@ OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
            "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
            "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait", "deploy_agent", "agent_image",
-           "agent_replicas", "provider", "region", "zones", "accept")
+           "agent_replicas", "provider", "region", "zones", "accept", "allow_mode_change")
 
 
 def run(module):
@@ -624,6 +646,7 @@ def module_spec():
         api_endpoint=dict(type="str"),
         wait=dict(type="bool", default=False),
         accept=dict(type="bool", default=False),
+        allow_mode_change=dict(type="bool", default=False),
         deploy_agent=dict(type="bool", default=False),
         agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
         agent_replicas=dict(type="int", default=1),

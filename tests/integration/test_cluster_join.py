@@ -221,8 +221,10 @@ class TestPushLifecycle:
         member = connection(lab, "member1")
         assert resources.get(member, SERVICE_ACCOUNT, "karmada-cj-dup", NS) is None
         assert resources.get(member, CLUSTER_ROLE, "karmada-controller-manager:karmada-cj-dup") is None
-        failed(run(args(EAST, member="member2")), "Cluster 'cj-east' on the hub belongs to another cluster",
-               "this member's id is %s" % lab.clusters["member2"]["kube_system_uid"])
+        failed(run(args(EAST, member="member2")), "Cluster 'cj-east' on the hub belongs to another cluster (%s, cluster id %s)"
+               % (lab.clusters["member1"]["server"], lab.clusters["member1"]["kube_system_uid"]),
+               "not to this member (%s, cluster id %s)" % (lab.clusters["member2"]["server"],
+                                                           lab.clusters["member2"]["kube_system_uid"]))
         assert resources.get(connection(lab, "member2"), SERVICE_ACCOUNT, "karmada-cj-east", NS) is None
 
     def test_interrupted_join_is_finished_by_a_rerun(self, lab, hub, args, limited_hub_user):
@@ -370,9 +372,14 @@ class TestPushLifecycle:
             "member Namespace/karmada-cluster: deleted"]
         assert not ok(run(args(WEST, state="absent", force=True)))["changed"]
 
-    def test_pull_clusters_are_left_to_cluster_register(self, hub, args):
+    def test_pull_clusters_are_left_to_cluster_register(self, lab, hub, args):
         resources.ensure(hub, CLUSTER, {"metadata": {"name": "cj-pull"}, "spec": {"syncMode": "Pull", "id": "pull-id"}})
         failed(run(args("cj-pull", member="member1", state="absent")), "Pull mode", "cluster_register state=absent")
+        # another cluster's name (the identity rule comes first), then this cluster's own Pull registration
+        failed(run(args("cj-pull", member="member1")), "Cluster 'cj-pull' on the hub belongs to another cluster "
+                                                      "(endpoint unknown, cluster id pull-id)")
+        resources.ensure(hub, CLUSTER, {"metadata": {"name": "cj-pull"},
+                                        "spec": {"id": lab.clusters["member1"]["kube_system_uid"]}})
         failed(run(args("cj-pull", member="member1")), "Pull mode", "cluster_register")
         assert resources.get(hub, CLUSTER, "cj-pull") is not None
 

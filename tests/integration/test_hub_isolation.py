@@ -1,12 +1,17 @@
-"""Least privilege on the hub, on the lab: every identity site.yml leaves a member (its agent's hub credentials) and the
-join token reach only their own objects on the hub. Each check is made twice, as ``kubectl auth can-i`` makes it (a
-SelfSubjectAccessReview) and as a real request, and each identity is also shown to reach its own objects, so that a
-broken identity cannot pass for an isolated one.
+"""Least privilege and identity on the hub, on the lab.
 
-Karmada: member2 registered by pull against member1 joined by push (its stored ServiceAccount token is admin on
-member1), then both members by pull, each against the other; and a fleet whose agent roles an earlier version wrote
-(every Cluster, every Secret of karmada-cluster) loses them on the next site.yml run. OCM: both members by pull, each
-agent against the other.
+Every identity site.yml leaves a member (its agent's hub credentials) and the join token reach only their own objects on
+the hub. Each check is made twice, as ``kubectl auth can-i`` makes it (a SelfSubjectAccessReview) and as a real request,
+and each identity is also shown to reach its own objects, so that a broken identity cannot pass for an isolated one.
+Karmada: member2 registered by pull against member1 joined by push (its stored ServiceAccount token is admin on member1),
+then both members by pull, each against the other; a fleet whose agent roles an earlier version wrote (every Cluster,
+every Secret of karmada-cluster) loses them on the next site.yml run. OCM: both members by pull, each against the other.
+
+One name, one cluster: an "impostor" host reaching member1's cluster but calling it member2 is refused before anything
+is written, alone (the hub has member2 for another cluster id) and beside member2 (two hosts, one name: neither
+registers, and the run fails for each); a Push member is not made a Pull one silently.
+
+Each class registers its fleet once with site.yml and detaches it after its tests.
 """
 
 import base64
@@ -18,7 +23,8 @@ import sys
 import pytest
 import yaml
 
-from runner import COLLECTIONS, ROOT, recap_of, run_playbook
+from labstate import snapshot
+from runner import COLLECTIONS, ROOT, recap_of, run_playbook, summary, summary_rows
 from sim_base import AgentClient
 
 import lab as fleet_lab
@@ -27,6 +33,8 @@ CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters"
 KARMADA_CLUSTER_NAMESPACE = "karmada-cluster"
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
+DUPLICATE = "cluster_name member2 is also the cluster name of %s in the inventory: a name stands for one cluster, so none " \
+            "of them is registered"
 
 # The agent roles an earlier version of the collection wrote: every Cluster, every Secret of karmada-cluster.
 EARLIER_CLUSTER_RULES = [
@@ -38,37 +46,53 @@ EARLIER_CLUSTER_RULES = [
 EARLIER_SECRET_RULES = [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "update"]}]
 
 
-def inventory(lab, tmp_path, engine, modes):
-    """The lab's inventory for ``engine`` with each member's registration_mode from ``modes``."""
+def inventory(lab, directory, engine, name, impostor=False, **modes):
+    """The lab's inventory for ``engine`` with each member's registration_mode from ``modes`` (None leaves the member
+    out); ``impostor`` adds, first, a host that reaches member1's cluster but calls it member2 (by pull)."""
     with open(lab.inventory) as handle:
         content = yaml.safe_load(handle)
     content["all"]["vars"]["fleet_engine"] = engine
+    members = content["all"]["children"]["members"]["hosts"]
+    impostor_vars = dict(members["member1"], cluster_name="member2", registration_mode="pull")
     for host, mode in modes.items():
-        content["all"]["children"]["members"]["hosts"][host]["registration_mode"] = mode
-    path = tmp_path / ("%s-%s.yml" % (engine, "-".join(sorted(set(modes.values())))))
-    path.write_text(yaml.safe_dump(content))
+        if mode is None:
+            members.pop(host)
+        else:
+            members[host]["registration_mode"] = mode
+    if impostor:
+        content["all"]["children"]["members"]["hosts"] = dict([("impostor", impostor_vars)] + list(members.items()))
+    path = directory / ("%s-%s.yml" % (engine, name))
+    path.write_text(yaml.safe_dump(content, sort_keys=False))
     return str(path)
 
 
-def playbook(name, path):
+def playbook(name, path, succeeds=True):
     done = run_playbook([{"import_playbook": "%s/playbooks/%s" % (ROOT, name)}], inventory=path)
-    assert done.returncode == 0, done.stdout[-4000:]
+    assert (done.returncode == 0) is succeeds, done.stdout[-4000:]
     return done
 
 
-@pytest.fixture
-def fleet(lab, simulations, tmp_path):
-    """A function registering the fleet with site.yml for ``engine`` and ``modes``; detach.yml removes it at the end."""
-    registered = []
+@pytest.fixture(scope="class")
+def fleet(request, lab, simulations, tmp_path_factory):
+    """The fleet site.yml registers for the class's ``ENGINE`` and ``MODES`` (kept for the class's tests, detached by
+    detach.yml after them): the inventory's path."""
+    directory = tmp_path_factory.mktemp("fleet")
+    path = inventory(lab, directory, request.cls.ENGINE, "fleet", **request.cls.MODES)
+    playbook("site.yml", path)
+    yield path
+    playbook("detach.yml", path)
 
-    def register(engine, modes):
-        path = inventory(lab, tmp_path, engine, modes)
-        playbook("site.yml", path)
-        registered.append(path)
-        return path
-    yield register
-    for path in registered:
-        playbook("detach.yml", path)
+
+def refused_before_anything_is_written(lab, path, hosts, message):
+    """site.yml with the inventory ``path`` fails for each of ``hosts`` with ``message``, and changes nothing."""
+    before = snapshot(lab, contents=True)
+    done = playbook("site.yml", path, succeeds=False)
+    recap = recap_of(done.stdout)
+    for host in hosts:
+        assert recap[host]["failed"] + recap[host]["rescued"] >= 1, recap
+    assert message in done.stdout, done.stdout[-4000:]
+    assert snapshot(lab, contents=True) == before
+    return done
 
 
 def secret_data(api, namespace, name, key):
@@ -191,31 +215,23 @@ def reaches_its_own_cluster(client, engine, name):
         "clusters" if engine == "karmada" else "managedclusters", name)
 
 
-class TestKarmada:
+class TestKarmadaPushAndPull:
+    ENGINE, MODES = "karmada", {"member1": "push", "member2": "pull"}
+
     def test_a_pull_agent_cannot_reach_a_push_member(self, lab, fleet, tmp_path):
-        fleet("karmada", {"member1": "push", "member2": "pull"})
         agent = karmada_agent(lab, "member2", tmp_path)
         assert reaches_its_own_cluster(agent, "karmada", "member2")
         # member1's ServiceAccount token, admin on member1, is in Secret karmada-cluster/member1 on the hub
         assert lab.api(lab.hub).exists("/api/v1/namespaces/karmada-cluster/secrets/member1")
         assert refused_everything(agent, karmada_targets("member1")) == []
 
-    def test_pull_agents_cannot_reach_each_other(self, lab, fleet, tmp_path):
-        fleet("karmada", {"member1": "pull", "member2": "pull"})
-        for own, other in (("member1", "member2"), ("member2", "member1")):
-            agent = karmada_agent(lab, own, tmp_path)
-            assert reaches_its_own_cluster(agent, "karmada", own)
-            assert refused_everything(agent, karmada_targets(other)) == [], own
-
     def test_the_join_token_reaches_no_member(self, lab, fleet, tmp_path):
-        fleet("karmada", {"member1": "push", "member2": "pull"})
         token = join_token_client(lab, "system:bootstrappers:karmada:default-cluster-token", tmp_path)
         for name in ("member1", "member2"):
             assert refused_everything(token, karmada_targets(name)) == [], name
         assert can_i(token, "create", "certificates.k8s.io", "certificatesigningrequests")  # what it is for
 
     def test_the_broad_roles_of_an_earlier_version_are_replaced_on_the_next_run(self, lab, fleet, tmp_path):
-        path = fleet("karmada", {"member1": "push", "member2": "pull"})
         hub = lab.api(lab.hub)
         roles = {"%s/clusterroles/system:karmada:member2:agent" % RBAC: EARLIER_CLUSTER_RULES,
                  "%s/namespaces/karmada-cluster/roles/system:karmada:member2:agent-secret" % RBAC: EARLIER_SECRET_RULES}
@@ -223,7 +239,7 @@ class TestKarmada:
             hub.patch(role, {"rules": rules})
         agent = karmada_agent(lab, "member2", tmp_path)
         assert refused_everything(agent, karmada_targets("member1")) != []  # the earlier roles let it through
-        assert recap_of(playbook("site.yml", path).stdout)["member2"]["changed"] >= 1
+        assert recap_of(playbook("site.yml", fleet).stdout)["member2"]["changed"] >= 1
         for role in roles:
             assert all("resourceNames" in rule for rule in hub.get(role)["rules"]
                        if set(rule["verbs"]) & {"get", "update", "patch", "delete"} and
@@ -231,11 +247,9 @@ class TestKarmada:
         assert refused_everything(agent, karmada_targets("member1")) == []
         assert reaches_its_own_cluster(agent, "karmada", "member2")
 
-
     def test_a_cluster_an_agent_names_like_the_hub_host_leaves_the_inventory_whole(self, lab, fleet, tmp_path):
         """Any agent may create a Cluster (it registers itself); one named like the inventory's hub host is left out
         of the inventory plugin's hosts, with a warning, instead of failing the whole inventory."""
-        fleet("karmada", {"member1": "push", "member2": "pull"})
         agent = karmada_agent(lab, "member2", tmp_path)
         agent.post(CLUSTERS, {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
                               "metadata": {"name": "hub-cluster"}, "spec": {"syncMode": "Pull"}})
@@ -255,19 +269,65 @@ class TestKarmada:
         assert listed["hub"]["hosts"] == ["hub-cluster"] and sorted(listed["members"]["hosts"]) == ["member1", "member2"]
         assert "cluster 'hub-cluster' on the hub is left out: the inventory's hub host has that name" in done.stderr
 
+    def test_a_cluster_never_takes_another_members_name(self, lab, fleet, tmp_path):
+        impostor = inventory(lab, tmp_path, "karmada", "impostor", impostor=True, member1=None, member2=None)
+        done = refused_before_anything_is_written(lab, impostor, ["impostor"], (
+            "Cluster 'member2' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, cluster "
+            "id %s)" % (lab.clusters["member2"]["server"], lab.clusters["member2"]["kube_system_uid"],
+                        lab.clusters["member1"]["server"], lab.clusters["member1"]["kube_system_uid"])))
+        assert summary(done.stdout)["member2"]["RESULT"].startswith("failed")
+
+    def test_two_hosts_naming_one_cluster_alike_are_refused_before_either_registers(self, lab, fleet, tmp_path):
+        twins = inventory(lab, tmp_path, "karmada", "twins", impostor=True)
+        done = refused_before_anything_is_written(lab, twins, ["impostor", "member2"], DUPLICATE % "member2")
+        assert DUPLICATE % "impostor" in done.stdout
+        recap = recap_of(done.stdout)
+        assert recap["member1"]["failed"] == 0 and recap["member1"]["rescued"] == 0
+        # a row per host, each failed: neither host's result can hide the other's
+        rows = [row["RESULT"] for row in summary_rows(done.stdout) if row["NAME"] == "member2"]
+        assert len(rows) == 2 and all(result.startswith("failed: cluster_name member2 is also") for result in rows), rows
+
+    def test_a_push_member_is_not_made_a_pull_member_silently(self, lab, fleet, tmp_path):
+        pulled = inventory(lab, tmp_path, "karmada", "push-to-pull", member1="pull", member2="pull")
+        refused_before_anything_is_written(lab, pulled, ["member1"], (
+            "Cluster 'member1' is registered on the hub in Push mode; registering it by pull would make it a Pull "
+            "member: set allow_mode_change=true"))
+
+
+class TestKarmadaPullAndPull:
+    ENGINE, MODES = "karmada", {"member1": "pull", "member2": "pull"}
+
+    def test_pull_agents_cannot_reach_each_other(self, lab, fleet, tmp_path):
+        for own, other in (("member1", "member2"), ("member2", "member1")):
+            agent = karmada_agent(lab, own, tmp_path)
+            assert reaches_its_own_cluster(agent, "karmada", own)
+            assert refused_everything(agent, karmada_targets(other)) == [], own
+
 
 class TestOcm:
+    ENGINE, MODES = "ocm", {}
+
     def test_agents_cannot_reach_each_other(self, lab, fleet, tmp_path):
-        fleet("ocm", {"member1": "pull", "member2": "pull"})
         for own, other in (("member1", "member2"), ("member2", "member1")):
             agent = ocm_agent(lab, own, tmp_path)
             assert reaches_its_own_cluster(agent, "ocm", own)
             assert refused_everything(agent, ocm_targets(other)) == [], own
 
     def test_the_join_token_reaches_no_member(self, lab, fleet, tmp_path):
-        fleet("ocm", {"member1": "pull", "member2": "pull"})
         token = join_token_client(lab, "system:bootstrappers:managedcluster", tmp_path)
         own = path_of("managedclusters", "cluster.open-cluster-management.io", "member1")
         # clusteradm's bootstrap role lets a joining agent read ManagedClusters (it looks for its own): reading one is
         # the join token's only right on another member's objects
         assert refused_everything(token, ocm_targets("member1")) == [("can-i", "get", own), (200, "get", own)]
+
+    def test_a_cluster_never_takes_another_members_name(self, lab, fleet, tmp_path):
+        impostor = inventory(lab, tmp_path, "ocm", "impostor", impostor=True, member1=None, member2=None)
+        refused_before_anything_is_written(lab, impostor, ["impostor"], (
+            "ManagedCluster 'member2' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, "
+            "cluster id %s)" % (lab.clusters["member2"]["server"], lab.clusters["member2"]["kube_system_uid"],
+                                lab.clusters["member1"]["server"], lab.clusters["member1"]["kube_system_uid"])))
+
+    def test_two_hosts_naming_one_cluster_alike_are_refused_before_either_registers(self, lab, fleet, tmp_path):
+        twins = inventory(lab, tmp_path, "ocm", "twins", impostor=True)
+        done = refused_before_anything_is_written(lab, twins, ["impostor", "member2"], DUPLICATE % "member2")
+        assert DUPLICATE % "impostor" in done.stdout

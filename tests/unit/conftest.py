@@ -48,6 +48,9 @@ class FakeCluster:
         if method == "GET":
             if path in self.objects:
                 return copy.deepcopy(self.objects[path])
+            if path == "/api/v1/namespaces/kube-system":  # every cluster has one; its UID is the cluster's id
+                return {"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "kube-system", "uid": "kube-system-of-%s" % self.name}}
             if path.rsplit("/", 1)[-1] not in PLURALS:
                 raise NotFound("not found", 404)
             prefix = path + "/"

@@ -328,7 +328,8 @@ class TestRefusals:
 
     def test_name_taken_by_another_cluster(self, hub, member):
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Push", "id": "other-id"}})
-        with pytest.raises(FleetError, match="belongs to another cluster \\(id other-id; this member's id is %s\\)" % MEMBER_ID):
+        with pytest.raises(FleetError, match="Cluster 'east' on the hub belongs to another cluster \\(endpoint unknown, cluster "
+                                             "id other-id\\), not to this member \\(https://.*, cluster id %s\\)" % MEMBER_ID):
             join.join(hub, member, params())
         assert member.writes() == []
 

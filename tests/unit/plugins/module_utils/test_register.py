@@ -840,7 +840,7 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
 
 def joined_result():
     return {"changed": True, "changes": ["member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: created"],
-            "diff": [], "warnings": [], "engine": "ocm", "cluster_name": "east"}
+            "diff": [], "warnings": [], "engine": "ocm", "cluster_name": "east", "cluster_id": "uid-of-east"}
 
 
 def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
@@ -850,9 +850,14 @@ def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
     result = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), joined_result())
     assert result["accepted"]["accepted"] is True and result["accepted"]["approved"] == ["east-abcde"]
     assert result["changes"][1:] == ["hub CertificateSigningRequest/east-abcde: approved",
-                                     "hub ManagedCluster/east: accepted (hubAcceptsClient)"]
-    assert [d["before_header"] for d in result["diff"]] == ["hub CertificateSigningRequest/east-abcde", "hub ManagedCluster/east"]
-    assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True
+                                     "hub ManagedCluster/east: accepted (hubAcceptsClient)",
+                                     "hub ManagedCluster/east: updated"]
+    assert [d["before_header"] for d in result["diff"]] == ["hub CertificateSigningRequest/east-abcde", "hub ManagedCluster/east",
+                                                            "hub ManagedCluster/east"]
+    accepted = hub.get(MANAGED_CLUSTER, "east")
+    assert accepted["spec"]["hubAcceptsClient"] is True
+    # the cluster id later registrations of the name are checked against (OCM records none of its own)
+    assert accepted["metadata"]["annotations"] == {"multicluster.fleet/cluster-id": "uid-of-east"}
     again = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), dict(joined_result(), changed=False, changes=[]))
     assert again["changed"] is False and again["accepted"]["accepted"] is True
 
@@ -877,3 +882,95 @@ def test_ocm_accept_wait_timeout_is_retriable_and_names_what_was_written(fake_cl
 def test_ocm_accept_needs_the_hub():
     with pytest.raises(FleetError, match="accept needs the hub's admin credentials"):
         register.run(FakeCluster("member"), None, reg("ocm", accept=True))
+
+
+# --- one name, one cluster: a registration never takes another cluster's name ---------------------------------
+
+
+def written(cluster):
+    """The writes a cluster received (dry runs included)."""
+    return [(method, path) for method, path, _query in cluster.calls if method != "GET"]
+
+
+def hub_with(kind, name, **fields):
+    hub = FakeCluster("hub")
+    hub.add(kind, dict({"metadata": {"name": name}}, **fields))
+    return hub
+
+
+@pytest.mark.parametrize("engine", ["karmada", "ocm"])
+def test_a_name_the_hub_gives_another_cluster_is_refused_before_anything_is_written(ca, pin, engine):
+    member = FakeCluster("member")
+    if engine == "karmada":
+        hub = hub_with(karmada.CLUSTER, CLUSTER, spec={"syncMode": "Pull", "id": "kube-system-of-member2",
+                                                       "apiEndpoint": "https://10.0.0.8:6443"})
+        taken_by = "Cluster 'member1' on the hub belongs to another cluster (https://10.0.0.8:6443, cluster id kube-system-of-member2)"
+    else:
+        hub = hub_with(MANAGED_CLUSTER, CLUSTER, metadata={"name": CLUSTER, "annotations": {
+            "multicluster.fleet/cluster-id": "kube-system-of-member2"}})
+        taken_by = "ManagedCluster 'member1' on the hub belongs to another cluster (endpoint unknown, cluster id kube-system-of-member2)"
+    before = dict(hub.objects)
+    with pytest.raises(FleetError) as exc_info:
+        register.run(member, hub, reg(engine, ca_cert_hashes=[pin]))
+    assert exc_info.value.msg.startswith(taken_by)
+    assert "not to this member (https://fake, cluster id kube-system-of-member)" in exc_info.value.msg
+    assert member.objects == {} and hub.objects == before
+
+
+@pytest.mark.parametrize("engine", ["karmada", "ocm"])
+def test_a_cluster_registered_under_another_name_is_refused(ca, pin, engine):
+    member = FakeCluster("member")
+    if engine == "karmada":
+        hub = hub_with(karmada.CLUSTER, "member9", spec={"syncMode": "Pull", "id": "kube-system-of-member"})
+    else:
+        hub = hub_with(MANAGED_CLUSTER, "member9", metadata={"name": "member9", "annotations": {
+            "multicluster.fleet/cluster-id": "kube-system-of-member"}})
+    with pytest.raises(FleetError, match="this member \\(https://fake, cluster id kube-system-of-member\\) is already "
+                                         "registered on the hub as (Managed)?Cluster 'member9': refusing to register it "
+                                         "again as 'member1'"):
+        register.run(member, hub, reg(engine, ca_cert_hashes=[pin]))
+    assert member.objects == {} and written(hub) == []
+
+
+def test_a_push_member_is_made_a_pull_member_only_when_asked(ca, pin, cluster_fakes):
+    member, _hub, bootstrap_hub = cluster_fakes
+    hub = hub_with(karmada.CLUSTER, CLUSTER, spec={"syncMode": "Push", "id": "kube-system-of-member"})
+    for check_mode in (True, False):
+        with pytest.raises(FleetError, match="Cluster 'member1' is registered on the hub in Push mode; registering it by "
+                                             "pull would make it a Pull member: set allow_mode_change=true"):
+            register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca), check_mode=check_mode)
+    assert member.objects == {} and written(hub) == []
+    result = register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin], allow_mode_change=True),
+                              FakeDiscovery(ca))
+    assert result["changed"] and result["cluster_id"] == "kube-system-of-member"
+    with pytest.raises(FleetError, match="allow_mode_change is a Karmada setting"):
+        reg("ocm", allow_mode_change=True)
+
+
+def test_the_same_cluster_under_its_own_name_registers(ca, pin, cluster_fakes):
+    member, _hub, bootstrap_hub = cluster_fakes
+    hub = hub_with(karmada.CLUSTER, CLUSTER, spec={"syncMode": "Pull", "id": "kube-system-of-member"})
+    assert register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))["changed"]
+
+
+def test_ocm_check_mode_before_the_klusterlet_api_checks_the_identity_and_says_the_rest_waits(ca, pin):
+    """The check agent_install makes before it installs the operator: on a fresh member it passes, saying why nothing
+    more is previewed, and
+    a member whose Klusterlet registers another cluster is refused before the operator task would rewrite it."""
+    class Fresh(FakeCluster):
+        def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+            if path.startswith(ocm.KLUSTERLET.path()):
+                raise NotFound("the server could not find the requested resource", 404)
+            return super().request(method, path, body, query, content_type, timeout)
+    fresh = Fresh("member")
+    planned = register.ocm_present(fresh, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True,
+                                   discover_hub=FakeDiscovery(ca))
+    assert planned["changed"] is False and planned["cluster_id"] == "kube-system-of-member" and fresh.objects == {}
+    assert planned["warnings"] == [] and planned["reason"] == (
+        "not previewed: cluster 'member' (https://fake) does not serve the Klusterlet API yet (role "
+        "multicluster.fleet.agent_install installs it)")
+    taken = FakeCluster("member")
+    taken.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}, "spec": {"clusterName": "member9"}})
+    with pytest.raises(FleetError, match="Klusterlet klusterlet on cluster 'member' \\(https://fake\\) registers cluster "
+                                         "member9, not member1: refusing to join as another cluster"):
+        register.ocm_present(taken, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca))
