@@ -20,6 +20,8 @@ def cluster_id(member):
     if namespace is None:
         raise FleetError("%s has no kube-system namespace to take its cluster id from" % member.label)
     return namespace["metadata"]["uid"]
+
+
 _MEMBER_KIND = {"karmada": (karmada.CLUSTER, karmada.summarize_cluster),
                 "ocm": (ocm.MANAGED_CLUSTER, ocm.summarize_managed_cluster)}
 

@@ -172,7 +172,7 @@ options:
     default: false
   allow_mode_change:
     description:
-      - Karmada only. Register by pull a cluster the hub has as a Push member (joined with M(multicluster.fleet.cluster_join)):
+      - Karmada only. Register by pull a cluster the hub has as a Push member (joined with M(multicluster.fleet.cluster_join));
         its agent takes over the Cluster, which becomes a Pull member. The Push credentials (the hub Secrets, the member
         ServiceAccounts) are not removed; unjoining the member first removes them with it.
       - Without it such a registration is refused before anything is written, naming the current mode.

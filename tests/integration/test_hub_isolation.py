@@ -154,12 +154,12 @@ def status_of(client, method, path, body=None):
     return 200
 
 
+VERSIONS = {"cluster.karmada.io": "v1alpha1", "work.karmada.io": "v1alpha1", "coordination.k8s.io": "v1",
+            "cluster.open-cluster-management.io": "v1", "work.open-cluster-management.io": "v1"}
+
+
 def path_of(resource, group, name=None, namespace=None, subresource=None):
-    base = "/api/v1" if not group else "/apis/%s/%s" % (group, {"cluster.karmada.io": "v1alpha1",
-                                                              "work.karmada.io": "v1alpha1",
-                                                              "coordination.k8s.io": "v1",
-                                                              "cluster.open-cluster-management.io": "v1",
-                                                              "work.open-cluster-management.io": "v1"}[group])
+    base = "/apis/%s/%s" % (group, VERSIONS[group]) if group else "/api/v1"
     path = base + ("/namespaces/%s" % namespace if namespace else "") + "/" + resource
     return path + ("/" + name if name else "") + ("/" + subresource if subresource else "")
 

@@ -136,14 +136,15 @@ class SimulatedKarmadaAgent(Simulation):
         """The cluster's heartbeat, Lease ``karmada-cluster/<cluster>`` (Karmada's NamespaceClusterLease)."""
         path = f"{LEASES}/{self.cluster_name}"
         lease = get_or_none(hub, path)
+        now = datetime.datetime.now(datetime.timezone.utc)
         if lease is None:
-            hub.post(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {
-                "name": self.cluster_name, "namespace": LEASE_NAMESPACE,
-                "ownerReferences": [{"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-                                     "name": self.cluster_name, "uid": cluster["metadata"]["uid"]}]},
+            owner = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "name": self.cluster_name,
+                     "uid": cluster["metadata"]["uid"]}
+            hub.post(LEASES, {
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.cluster_name, "namespace": LEASE_NAMESPACE, "ownerReferences": [owner]},
                 "spec": {"holderIdentity": self.cluster_name, "leaseDurationSeconds": 40, "renewTime": micro_now()}})
-        elif (datetime.datetime.now(datetime.timezone.utc)
-              - parse_time(lease["spec"]["renewTime"])).total_seconds() >= LEASE_RENEW_SECONDS:
+        elif (now - parse_time(lease["spec"]["renewTime"])).total_seconds() >= LEASE_RENEW_SECONDS:
             lease["spec"]["renewTime"] = micro_now()
             hub.put(path, lease)
 

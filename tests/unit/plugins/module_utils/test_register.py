@@ -430,7 +430,7 @@ def test_karmada_csr_wait_timeout_says_how_to_approve(ca, cluster_fakes):
 
 
 def test_karmada_failure_after_the_hub_rbac_and_the_csr_reports_them(ca, cluster_fakes):
-    member, hub, _ = cluster_fakes
+    member, hub = cluster_fakes[:2]
     bootstrap_hub = BootstrapHub(ca, verdict="pending")
     with pytest.raises(FleetError) as exc_info:
         register_karmada(member, hub, bootstrap_hub, reg(csr_wait_timeout=1), FakeDiscovery(ca))
