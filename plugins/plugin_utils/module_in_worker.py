@@ -304,13 +304,13 @@ def run_in_child(function, environment=None):
     process is interrupted while it waits (a task timeout), the child is killed.
     """
     reader, writer = os.pipe()
+    reaped = False
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe and never returns
         os.close(reader)
         _child(function, environment or {}, writer)
-    os.close(writer)
-    reaped = False
-    try:
+    try:  # from the fork on: an interruption anywhere kills the child
+        os.close(writer)
         chunks = []
         while True:
             chunk = os.read(reader, 65536)

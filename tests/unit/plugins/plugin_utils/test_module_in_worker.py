@@ -181,10 +181,14 @@ def test_a_child_still_running_when_the_wait_is_interrupted_is_killed(tmp_path):
     def interrupt(signum, frame):
         raise Interrupted()
 
+    main_thread = threading.get_ident()
+
     def interrupt_once_started():
         while not pid_file.exists() or not pid_file.read_text():
             threading.Event().wait(0.01)
-        os.kill(os.getpid(), signal.SIGUSR1)
+        # to the waiting thread itself: a signal sent to the process may be handled by another thread, and the wait
+        # would not be interrupted
+        signal.pthread_kill(main_thread, signal.SIGUSR1)
 
     previous = signal.signal(signal.SIGUSR1, interrupt)
     watcher = threading.Thread(target=interrupt_once_started)
