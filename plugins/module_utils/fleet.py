@@ -24,6 +24,31 @@ def cluster_id(member):
 
 _MEMBER_KIND = {"karmada": (karmada.CLUSTER, karmada.summarize_cluster),
                 "ocm": (ocm.MANAGED_CLUSTER, ocm.summarize_managed_cluster)}
+_ENGINE_FACTS = {"karmada": karmada, "ocm": ocm}  # recorded_cluster_id and endpoints_of of each engine's member kind
+
+
+def registered_member(engine, members, name, cluster_id, member):
+    """The hub's member object ``name`` among ``members`` (or None), after refusing every breach of the identity rule.
+
+    One name, one cluster id: ``name`` must not be recorded as another cluster's, and this cluster (id ``cluster_id``,
+    reached at ``member``, a URL) must not be recorded under another name. The messages name both clusters and their
+    ids. An object without a recorded id (an OCM cluster accepted outside the collection) is not compared.
+    """
+    facts, kind = _ENGINE_FACTS[engine], member_kind(engine).kind
+    existing = next((obj for obj in members if obj["metadata"]["name"] == name), None)
+    recorded = facts.recorded_cluster_id(existing) if existing is not None else None
+    if recorded and recorded != cluster_id:
+        raise FleetError("%s '%s' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, "
+                         "cluster id %s): refusing to give this member its name; choose another cluster_name, or remove "
+                         "'%s' from the hub first" % (kind, name, ", ".join(facts.endpoints_of(existing)) or "endpoint unknown",
+                                                      recorded, member, cluster_id, name))
+    for obj in members:
+        other = obj["metadata"]["name"]
+        if other != name and facts.recorded_cluster_id(obj) == cluster_id:
+            raise FleetError("this member (%s, cluster id %s) is already registered on the hub as %s '%s': refusing to "
+                             "register it again as '%s'; use cluster_name=%s, or remove '%s' first"
+                             % (member, cluster_id, kind, other, name, other, other))
+    return existing
 
 
 def validate_cluster_name(engine, name):

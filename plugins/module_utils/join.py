@@ -62,8 +62,8 @@ def validate(params):
 
 def registered_cluster(hub, name, cluster_id, member):
     """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id`` (the identity rule,
-    :func:`karmada.registered_cluster`) and a Pull cluster of that name."""
-    existing = karmada.registered_cluster(resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
+    :func:`fleet.registered_member`) and a Pull cluster of that name."""
+    existing = fleet.registered_member("karmada", resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
     mode = ((existing or {}).get("spec") or {}).get("syncMode")
     if existing is not None and mode != "Push":
         raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "

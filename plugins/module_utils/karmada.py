@@ -379,27 +379,14 @@ def member_cluster_role_binding(cluster_name, namespace):
             "subjects": [{"kind": "ServiceAccount", "name": service_account_name(cluster_name), "namespace": namespace}]}
 
 
-def registered_cluster(clusters, name, cluster_id, member):
-    """The Cluster ``name`` among the hub's ``clusters`` (or None), after refusing every breach of the identity rule.
+def recorded_cluster_id(obj):
+    """The cluster id a Cluster stands for (``spec.id``), or None."""
+    return (obj.get("spec") or {}).get("id")
 
-    One name, one cluster id: ``name`` must not be another cluster's (another ``spec.id``), and this cluster (id
-    ``cluster_id``, reached at ``member``, a URL) must not be registered under another name. The messages name both
-    clusters and their ids.
-    """
-    existing = next((obj for obj in clusters if obj["metadata"]["name"] == name), None)
-    spec = (existing or {}).get("spec") or {}
-    if spec.get("id") and spec["id"] != cluster_id:
-        raise FleetError("Cluster '%s' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, "
-                         "cluster id %s): refusing to give this member its name; choose another cluster_name, or remove "
-                         "'%s' from the hub first" % (name, spec.get("apiEndpoint") or "endpoint unknown", spec["id"],
-                                                      member, cluster_id, name))
-    for obj in clusters:
-        other = obj["metadata"]["name"]
-        if other != name and (obj.get("spec") or {}).get("id") == cluster_id:
-            raise FleetError("this member (%s, cluster id %s) is already registered on the hub as Cluster '%s': refusing "
-                             "to register it again as '%s'; use cluster_name=%s, or remove '%s' first"
-                             % (member, cluster_id, other, name, other, other))
-    return existing
+
+def endpoints_of(obj):
+    """The API server URLs a Cluster records."""
+    return [url for url in [(obj.get("spec") or {}).get("apiEndpoint")] if url]
 
 
 def owner_reference(cluster_obj):

@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
 from ansible_collections.multicluster.fleet.plugins.module_utils import pki
 
@@ -53,27 +52,14 @@ def cluster_id_annotation(name, cluster_id):
     return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}}
 
 
-def registered_managed_cluster(managed_clusters, name, cluster_id, member):
-    """The ManagedCluster ``name`` among ``managed_clusters`` (or None), after refusing every breach of the identity
-    rule by the cluster ids recorded (:data:`CLUSTER_ID_ANNOTATION`): ``name`` recorded as another cluster's, or this
-    cluster (id ``cluster_id``, reached at ``member``, a URL) recorded under another name."""
-    def recorded(obj):
-        return (obj["metadata"].get("annotations") or {}).get(CLUSTER_ID_ANNOTATION)
+def recorded_cluster_id(obj):
+    """The cluster id recorded on a ManagedCluster (:data:`CLUSTER_ID_ANNOTATION`), or None."""
+    return (obj["metadata"].get("annotations") or {}).get(CLUSTER_ID_ANNOTATION)
 
-    existing = next((obj for obj in managed_clusters if obj["metadata"]["name"] == name), None)
-    if existing is not None and recorded(existing) and recorded(existing) != cluster_id:
-        endpoints = [c.get("url") for c in (existing.get("spec") or {}).get("managedClusterClientConfigs") or []]
-        raise FleetError("ManagedCluster '%s' on the hub belongs to another cluster (%s, cluster id %s), not to this member "
-                         "(%s, cluster id %s): refusing to give this member its name; choose another cluster_name, or "
-                         "remove '%s' from the hub first" % (name, ", ".join(e for e in endpoints if e) or "endpoint unknown",
-                                                             recorded(existing), member, cluster_id, name))
-    for obj in managed_clusters:
-        other = obj["metadata"]["name"]
-        if other != name and recorded(obj) == cluster_id:
-            raise FleetError("this member (%s, cluster id %s) is already registered on the hub as ManagedCluster '%s': "
-                             "refusing to register it again as '%s'; use cluster_name=%s, or remove '%s' first"
-                             % (member, cluster_id, other, name, other, other))
-    return existing
+
+def endpoints_of(obj):
+    """The API server URLs a ManagedCluster records."""
+    return [c.get("url") for c in (obj.get("spec") or {}).get("managedClusterClientConfigs") or [] if c.get("url")]
 
 
 def summarize_managed_cluster(obj):

@@ -566,18 +566,13 @@ def check_identity(member, hub, reg):
     cluster_id = fleet.cluster_id(member)
     if hub is None:
         return cluster_id
-    endpoint = reg.api_endpoint or member.server
-    if reg.engine == "karmada":
-        existing = karmada.registered_cluster(resources.list_objects(hub, karmada.CLUSTER), reg.cluster_name, cluster_id,
-                                              endpoint)
-        mode = ((existing or {}).get("spec") or {}).get("syncMode")
-        if mode == "Push" and not reg.allow_mode_change:
-            raise FleetError("Cluster '%s' is registered on the hub in Push mode; registering it by pull would make it a "
-                             "Pull member: set allow_mode_change=true to do so, or keep joining it with "
-                             "multicluster.fleet.cluster_join" % reg.cluster_name)
-    else:
-        ocm.registered_managed_cluster(resources.list_objects(hub, ocm.MANAGED_CLUSTER), reg.cluster_name, cluster_id,
-                                       endpoint)
+    existing = fleet.registered_member(reg.engine, resources.list_objects(hub, fleet.member_kind(reg.engine)),
+                                       reg.cluster_name, cluster_id, reg.api_endpoint or member.server)
+    if reg.engine == "karmada" and ((existing or {}).get("spec") or {}).get("syncMode") == "Push" \
+            and not reg.allow_mode_change:
+        raise FleetError("Cluster '%s' is registered on the hub in Push mode; registering it by pull would make it a "
+                         "Pull member: set allow_mode_change=true to do so, or keep joining it with "
+                         "multicluster.fleet.cluster_join" % reg.cluster_name)
     return cluster_id
 
 
