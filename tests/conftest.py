@@ -15,8 +15,10 @@ def _link_collection():
     ns_dir = os.path.join(COLLECTIONS_ROOT, "ansible_collections", "multicluster")
     link = os.path.join(ns_dir, "fleet")
     os.makedirs(ns_dir, exist_ok=True)
-    if not os.path.islink(link):
+    try:
         os.symlink(ROOT, link)
+    except FileExistsError:  # made earlier, or by another pytest-xdist worker meanwhile
+        pass
     return COLLECTIONS_ROOT
 
 

@@ -6,6 +6,8 @@
 #
 #   bash tests/run.sh                 # everything
 #   bash tests/run.sh sanity|lint|docs|unit|integration|molecule|matrix ...   # selected stages
+#
+# FLEET_TEST_WORKERS: pytest-xdist workers of the integration stage, each with a lab of its own (default 2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/tests/setup.sh"
@@ -51,8 +53,11 @@ for stage in "${stages[@]}"; do
     sanity) run_sanity || failed+=(sanity) ;;
     unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q || failed+=(unit) ;;
     integration)
-      echo "[tests] integration (lab)" >&2
-      python -m pytest tests/integration -q -p no:cacheprovider || failed+=(integration) ;;
+      # Two workers, a lab each; a test file runs in one worker (its module fixtures hold for the file). The lab mostly
+      # waits on its simulations, so two share the two processors of a CI machine well.
+      echo "[tests] integration (lab, ${FLEET_TEST_WORKERS:-2} workers)" >&2
+      python -m pytest tests/integration -q -p no:cacheprovider -n "${FLEET_TEST_WORKERS:-2}" --dist loadfile --durations=15 \
+        || failed+=(integration) ;;
     lint) echo "[tests] ansible-lint (production profile)" >&2; (link_collection && ansible-lint) || failed+=(lint) ;;
     docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh || failed+=(docs) ;;
     molecule) (run_molecule) || failed+=(molecule) ;;
@@ -60,9 +65,18 @@ for stage in "${stages[@]}"; do
       # The sanity stage runs ansible-test on this virtualenv's ansible-core, the oldest of the range: with it, the
       # matrix runs sanity on the newest only.
       echo "[tests] version matrix" >&2
+      # Likewise the unit and integration stages (test_in_worker_execution: the matrix's compare step) run on it.
       matrix_sanity=both
-      for other in "${stages[@]}"; do [ "$other" != sanity ] || matrix_sanity=newest; done
-      python tests/matrix/matrix.py --sanity "$matrix_sanity" || failed+=(matrix) ;;
+      matrix_covered=()
+      for other in "${stages[@]}"; do
+        case "$other" in
+          sanity) matrix_sanity=newest ;;
+          unit) matrix_covered+=(unit) ;;
+          integration) matrix_covered+=(compare) ;;
+        esac
+      done
+      python tests/matrix/matrix.py --sanity "$matrix_sanity" --covered "$(IFS=,; echo "${matrix_covered[*]}")" \
+        || failed+=(matrix) ;;
     *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix)" >&2; exit 2 ;;
   esac
 done

@@ -9,6 +9,9 @@ them when the session ends. To iterate quickly, start a lab once and point the t
 
 A lab reused that way is left running. Tests share the clusters, so they create uniquely named
 objects and remove what they create.
+
+Run in parallel (pytest-xdist, ``-n N --dist loadfile``, as tests/run.sh does), every worker starts a lab of its own;
+one test file runs in one worker, so its module-scoped fixtures (``simulations``, ``bootstrap_rbac``) hold for the file.
 """
 
 import os
@@ -27,6 +30,8 @@ def lab(tmp_path_factory):
     """The running Lab: clusters hub, member1, member2; see ``Lab.clusters`` for their details."""
     existing = os.environ.get("FLEET_LAB_DIR")
     if existing:
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+            pytest.exit(f"FLEET_LAB_DIR={existing}: tests share a lab's clusters one at a time; run without -n", returncode=1)
         running = fleet_lab.Lab.load(existing)
         down = [name for name, (ready, _detail) in running.status().items() if not ready]
         if down:

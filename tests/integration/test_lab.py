@@ -209,3 +209,34 @@ def test_approved_csr_gets_a_certificate_from_the_cluster_ca(lab, name, tmp_path
         assert f'User "{user}"' in json.loads(error.value.body)["message"]
     finally:
         api.delete(f"{path}/{csr_name}")
+
+
+def test_up_starts_again_on_other_ports_when_one_is_taken(tmp_path, monkeypatch):
+    """A port chosen free but taken before etcd binds it (another lab starting beside this one) costs a retry, not
+    the session."""
+    import socket
+
+    squatter = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    squatter.bind((fleet_lab.HOST, 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    chosen = []
+    free_ports = fleet_lab._free_ports
+
+    def first_one_taken(count):
+        ports = free_ports(count)
+        if not chosen:
+            ports[0] = taken  # cluster "solo"'s etcd client port
+        chosen.append(ports)
+        return ports
+
+    monkeypatch.setattr(fleet_lab, "_free_ports", first_one_taken)
+    lab = fleet_lab.Lab(str(tmp_path / "lab"))
+    try:
+        lab.up(["solo"])
+        assert len(chosen) == 2
+        assert lab.clusters["solo"]["ports"]["etcd_client"] == chosen[1][0] != taken
+        assert lab.status()["solo"][0]
+    finally:
+        lab.down()
+        squatter.close()

@@ -61,6 +61,8 @@ HOST = "127.0.0.1"
 DEFAULT_CLUSTERS = ("hub", "member1", "member2")
 ENGINES = ("karmada", "ocm")
 DEFAULT_TIMEOUT = 180
+# Sets of ports `up` tries when a process finds its port taken (see Lab.up).
+PORT_ATTEMPTS = 3
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 SERVICE_CIDR = "10.0.0.0/24"
 CONTROLLERS = (
@@ -95,6 +97,10 @@ class LabError(Exception):
 
 class _Aborted(LabError):
     """Another cluster failed, so this one stopped waiting."""
+
+
+class _PortTaken(LabError):
+    """A process could not listen on its port: something took it between choosing and binding it."""
 
 
 def say(message):
@@ -501,15 +507,30 @@ class Lab:
         bin_dir, etcd = find_binaries(), find_etcd()
         self.hub = "hub" if "hub" in names else names[0]
         self.engine = engine
+        os.makedirs(self.dir, exist_ok=True)
+        started = time.monotonic()
+        # Ports are chosen free, then released for the processes to bind: a lab starting beside this one, or an
+        # outgoing connection, can take one in between. Start again on other ports then.
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._start_clusters(names, bin_dir, etcd, timeout)
+                break
+            except _PortTaken as e:
+                if attempt == PORT_ATTEMPTS:
+                    raise LabError(f"{e} (tried {PORT_ATTEMPTS} sets of ports)") from None
+                say(f"{e}; starting again on other ports")
+        say(f"lab up in {time.monotonic() - started:.1f}s: {', '.join(names)}; inventory {self.inventory}")
+        return self
+
+    def _start_clusters(self, names, bin_dir, etcd, timeout):
+        """Prepare and start the clusters ``names`` on fresh ports, install the CRDs, write DIR; on failure stop
+        everything started and raise (_PortTaken when a process found its port taken)."""
         self.clusters = {}
         self._abort.clear()
-        os.makedirs(self.dir, exist_ok=True)
         ports = iter(_free_ports(3 * len(names)))
         for name in names:
             self.clusters[name] = self._prepare(name, next(ports), next(ports), next(ports))
         self._save()
-
-        started = time.monotonic()
         pool = ThreadPoolExecutor(len(names))
         try:
             futures = {name: pool.submit(self._start, name, bin_dir, etcd, timeout) for name in names}
@@ -518,9 +539,12 @@ class Lab:
             if failed:
                 # Report the cluster that failed first, not those that gave up because of it.
                 name, error = sorted(failed.items(), key=lambda item: isinstance(item[1], _Aborted))[0]
+                logs = self.clusters[name]["logs"]
+                taken = [proc for proc in self.clusters[name]["pids"] if "address already in use" in _tail(logs[proc])]
+                if taken:
+                    raise _PortTaken(f"cluster {name}: {', '.join(taken)} found its port taken")
                 for proc in self.clusters[name]["pids"]:
-                    log = self.clusters[name]["logs"][proc]
-                    say(f"{name}: last lines of {log}:\n{_tail(log)}")
+                    say(f"{name}: last lines of {logs[proc]}:\n{_tail(logs[proc])}")
                 raise LabError(f"cluster {name} failed to start: {error}")
             hub_started = time.monotonic()
             install_crds(self.clusters[self.hub])
@@ -533,8 +557,6 @@ class Lab:
             say("stopping everything started")
             self.down()
             raise
-        say(f"lab up in {time.monotonic() - started:.1f}s: {', '.join(names)}; inventory {self.inventory}")
-        return self
 
     def _prepare(self, name, etcd_client, etcd_peer, apiserver):
         """Create a fresh directory, PKI and kubeconfig for cluster ``name``; return its info dict."""

@@ -1,7 +1,7 @@
 """The version matrix: every ansible-core in the range meta/runtime.yml declares, each in a virtualenv of its own on
 the Python it needs, and the newest pre-release of ansible-core when there is one.
 
-    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none]
+    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare]
 
 For each version in the range (its newest release, on the oldest Python found here that it installs on):
     unit        pytest tests/unit
@@ -11,8 +11,10 @@ For each version in the range (its newest release, on the oldest Python found he
     smoke       tests/matrix/smoke.py: per engine, site.yml, again (changed=0), --check, detach.yml, on both paths
 on the newest also ``awx``: tests/integration/test_awx.py (site.yml, again and detach.yml as ansible-runner jobs
 in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version
-(``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on the oldest, asks for the newest only). The pre-release runs smoke only, and its result is
-reported without failing the matrix.
+(``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on the oldest, asks for the newest only). The
+entry of the ansible-core and Python running this script skips the steps ``--covered`` names (tests/run.sh's unit
+and integration stages ran them there). The pre-release runs smoke only, and its result is reported without failing
+the matrix.
 
 Pythons are looked for as /usr/bin/pythonX.Y and under pyenv's versions directory ($PYENV_ROOT, else ~/.pyenv);
 none is downloaded. Which versions exist (and on which Python each installs) pip tells: ``pip index versions``.
@@ -31,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from ansible.release import __version__ as ansible_release
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("FLEET_MATRIX_CACHE", os.path.expanduser("~/.cache/multicluster-fleet/matrix"))
@@ -197,15 +201,22 @@ def main():
     parser.add_argument("--only", help="run this minor version (e.g. 2.21) alone")
     parser.add_argument("--sanity", choices=["both", "oldest", "newest", "none"], default="both",
                         help="the versions ansible-test sanity runs on (default: the oldest and the newest)")
+    parser.add_argument("--covered", default="", metavar="STEP[,STEP]",
+                        help="steps (unit, compare) the calling test run already ran on the ansible-core and Python "
+                             "running this script: not run again for that entry (tests/run.sh's unit and integration stages)")
     args = parser.parse_args()
+    covered = set(filter(None, args.covered.split(",")))
     started = time.monotonic()
     low, high = declared_range()
     interpreters = pythons()
     log("declared range (meta/runtime.yml): ansible-core %d.%d to %d.%d; Pythons here: %s" % (
         low + high + (", ".join("%s %s" % item for item in sorted(interpreters.items())),)))
     chosen, pre = select(low, high, interpreters)
+    here = (ansible_release, "%d.%d" % sys.version_info[:2])
     for version, python_version, _path in chosen:
-        log("found ansible-core %s (Python %s)" % (version, python_version))
+        own = covered and (version, python_version) == here
+        log("found ansible-core %s (Python %s)%s" % (
+            version, python_version, " - the test run's own: %s covered by it" % ", ".join(sorted(covered)) if own else ""))
     log("pre-release: %s" % ("ansible-core %s (Python %s), reported, not failing" % pre[:2] if pre else "none newer"))
     if args.only:
         chosen = [entry for entry in chosen if entry[0].startswith(args.only + ".")]
@@ -234,10 +245,13 @@ def main():
         pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
         if is_pre:
             continue
-        record(version, "unit", step("unit", [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], env))
+        skipped = covered if (version, python_version) == here else set()
+        if "unit" not in skipped:
+            record(version, "unit", step("unit", [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], env))
         record(version, "doc", doc_step(bin_dir, env))
-        record(version, "compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
-                                                    "-q", "-p", "no:cacheprovider"], env))
+        if "compare" not in skipped:
+            record(version, "compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
+                                                        "-q", "-p", "no:cacheprovider"], env))
         if index == len(chosen) - 1:
             record(version, "awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
                                                 "no:cacheprovider"], env))
