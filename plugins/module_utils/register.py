@@ -33,15 +33,14 @@ import base64
 import binascii
 import contextlib
 import datetime
-import os
 import secrets
-import socket
 import time
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, karmada, kubeconfig, objects, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, LOCK_NAMESPACE, LeaseLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
 ENGINES = ("karmada", "ocm")
@@ -50,10 +49,7 @@ DEFAULT_RENEW_BEFORE_DAYS = 30
 MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expirationSeconds
 DISCOVERY_RETRY_INTERVAL = 2.0
 PROXY_URL_SCHEMES = ("http", "https")  # the forward proxies the shared client (urllib3) reaches the hub through
-LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)
-LOCK_NAMESPACE = "kube-system"
 LOCK_PREFIX = "multicluster-fleet-registration-"
-LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lease not renewed for this long is free
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
 KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
@@ -422,137 +418,12 @@ def lock_name(cluster_name):
     return LOCK_PREFIX + cluster_name
 
 
-def micro_time(moment):
-    """A Lease time (``MicroTime``): ``2027-11-23T04:00:00.123456Z``."""
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+class RegistrationLock(LeaseLock):
+    """Lease ``kube-system/multicluster-fleet-registration-<cluster>`` on the member: one registration at a time."""
 
-
-def _parse_time(text):
-    try:
-        return datetime.datetime.fromisoformat((text or "").replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-class RegistrationLock:
-    """Lease ``kube-system/multicluster-fleet-registration-<cluster>`` on the member: one registration at a time.
-
-    Taken by creating the Lease (409: another run holds it), kept by renewing it at least every third
-    of :data:`LEASE_DURATION_SECONDS`, given back by deleting it (only while it is still this run's).
-    A Lease whose holder has not renewed it within its duration belongs to a run that was stopped: it
-    is taken over by an update guarded by its ``resourceVersion``, so that one run only wins.
-    ``holder`` names this run in other runs' messages: host, process id and a random part.
-    """
-
-    def __init__(self, cluster, cluster_name, holder=None, interval=1.0, now=None, clock=time.monotonic, sleep=time.sleep):
-        self.cluster = cluster
-        self.cluster_name = cluster_name
-        self.interval = interval  # seconds between two looks at a Lease another run holds
-        self.name = lock_name(cluster_name)
-        self.holder = holder or "%s/%d/%s" % (socket.gethostname(), os.getpid(), secrets.token_hex(4))
-        self._now = now or _now
-        self._clock = clock
-        self._sleep = sleep
-        self.lease = None  # this run's Lease while it holds it
-        self._renewed = None
-
-    @property
-    def ref(self):
-        return LEASE.ref(self.name, LOCK_NAMESPACE)
-
-    def _spec(self, transitions):
-        now = micro_time(self._now())
-        return {"holderIdentity": self.holder, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "acquireTime": now,
-                "renewTime": now, "leaseTransitions": transitions}
-
-    def describe(self, lease):
-        """What the module returns about another run's registration: its holder, since when, its Lease."""
-        spec = lease.get("spec") or {}
-        return {"holder": spec.get("holderIdentity"), "since": spec.get("acquireTime"), "lease": self.ref}
-
-    def expired(self, lease):
-        """True when nobody holds ``lease``, or its holder has not renewed it within its duration."""
-        spec = lease.get("spec") or {}
-        renewed = _parse_time(spec.get("renewTime") or spec.get("acquireTime"))
-        duration = datetime.timedelta(seconds=spec.get("leaseDurationSeconds") or LEASE_DURATION_SECONDS)
-        return not spec.get("holderIdentity") or renewed is None or renewed + duration < self._now()
-
-    def _get(self):
-        return resources.get(self.cluster, LEASE, self.name, LOCK_NAMESPACE)
-
-    def held_by_another(self):
-        """:meth:`describe` of a Lease another run holds now, or None. Only reads (check mode)."""
-        lease = self._get()
-        return None if lease is None or self.expired(lease) else self.describe(lease)
-
-    def acquire(self, timeout):
-        """Take the Lease, waiting up to ``timeout`` seconds while another run holds it.
-
-        Returns :meth:`describe` of the other run's Lease when this run had to wait for it, else None.
-        """
-        deadline = self._clock() + timeout
-        waited = None
-        while True:
-            current = self._get()
-            try:
-                if current is None:
-                    body = {"apiVersion": LEASE.api_version, "kind": LEASE.kind, "spec": self._spec(0),
-                            "metadata": {"name": self.name, "namespace": LOCK_NAMESPACE}}
-                    self.lease = self.cluster.request("POST", LEASE.path(LOCK_NAMESPACE), body=body)
-                    break
-                if self.expired(current):
-                    transitions = ((current.get("spec") or {}).get("leaseTransitions") or 0) + 1
-                    patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
-                             "spec": self._spec(transitions)}
-                    self.lease = self.cluster.request("PATCH", LEASE.path(LOCK_NAMESPACE, self.name), body=patch,
-                                                      content_type=resources.MERGE_PATCH)
-                    break
-            except (Conflict, NotFound):
-                continue  # another run was quicker: look again
-            waited = self.describe(current)
-            if self._clock() >= deadline:
-                raise FleetError("%s: another run (%s) has been registering cluster %s since %s and still held %s after %ss: "
-                                 "run again once it has finished (the Lease of a run that was stopped expires %ss after its "
-                                 "last renewal)" % (self.cluster.label, waited["holder"], self.cluster_name, waited["since"],
-                                                    self.ref, timeout, LEASE_DURATION_SECONDS), waited_for=waited)
-            self._sleep(self.interval)
-        self._renewed = self._clock()
-        return waited
-
-    def renew(self, force=False):
-        """Renew the Lease when a third of its duration has passed (``force``: now); FleetError when it was lost."""
-        if not force and self._clock() - self._renewed < LEASE_DURATION_SECONDS / 3.0:
-            return
-        patch = {"metadata": {"resourceVersion": self.lease["metadata"]["resourceVersion"]},
-                 "spec": {"renewTime": micro_time(self._now())}}
-        try:
-            self.lease = self.cluster.request("PATCH", LEASE.path(LOCK_NAMESPACE, self.name), body=patch,
-                                              content_type=resources.MERGE_PATCH)
-        except (Conflict, NotFound):
-            self.lease = None
-            current = self._get()
-            raise FleetError("%s: this run lost %s to %s (it was not renewed for %ss) while registering cluster %s; the "
-                             "agent kubeconfig was not written: run again"
-                             % (self.cluster.label, self.ref, self.describe(current)["holder"] if current else "nobody",
-                                LEASE_DURATION_SECONDS, self.cluster_name))
-        self._renewed = self._clock()
-
-    def release(self):
-        """Delete the Lease if it is still this run's. Returns a warning when the member did not answer, else None."""
-        if self.lease is None:
-            return None
-        options = {"kind": "DeleteOptions", "apiVersion": "v1",
-                   "preconditions": {"resourceVersion": self.lease["metadata"]["resourceVersion"]}}
-        try:
-            self.cluster.request("DELETE", LEASE.path(LOCK_NAMESPACE, self.name), body=options)
-        except (Conflict, NotFound):
-            pass  # taken over after it expired, or deleted
-        except ClusterError as exc:
-            return ("%s; %s stays until it expires, %ss after its last renewal: other runs wait for it until then"
-                    % (exc.msg, self.ref, LEASE_DURATION_SECONDS))
-        finally:
-            self.lease = None
-        return None
+    def __init__(self, cluster, cluster_name, unfinished="the agent kubeconfig was not written", **options):
+        super(RegistrationLock, self).__init__(cluster, lock_name(cluster_name), "registering cluster %s" % cluster_name,
+                                               unfinished=unfinished, **options)
 
 
 # --- one name, one cluster ------------------------------------------------------------------------
@@ -1026,11 +897,50 @@ def _stored_ocm_credentials(runtime, reg):
     return (None, problem) if problem else (_certificate_expiration(cert_pem), None)
 
 
-def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.discover_hub, hosting=None, managed_kubeconfig=None):
+def _ocm_bootstrap_secret(runtime, reg, server, trust, connect):
+    """The bootstrap kubeconfig Secret to write: with this run's token, unless the member's differs from it only by a
+    token the hub still accepts (another run's join token, docs/architecture.md 3.3): that one is kept, as a new token
+    would make the klusterlet bootstrap again - a second CSR for the same member."""
+    namespace = reg.placement.agent_namespace
+
+    def secret(token):
+        kubeconfig_text = bootstrap.bootstrap_kubeconfig(server, trust, token, proxy_url=reg.proxy_url)
+        grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, token)
+        return ocm.bootstrap_secret(kubeconfig_text, namespace, grpc_config)
+
+    wanted = secret(reg.token)
+    stored = resources.get(runtime, SECRET, ocm.BOOTSTRAP_SECRET, namespace)
+    try:
+        token = pki.read_kubeconfig(_secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored bootstrap kubeconfig")["token"]
+    except FleetError:
+        return wanted
+    if not token or token == reg.token or secret(token)["data"] != stored.get("data"):
+        return wanted
+    return secret(token) if _token_may_register(server, trust, token, reg.proxy_url, connect) else wanted
+
+
+def _token_may_register(server, trust, token, proxy_url, connect):
+    """True when the hub accepts ``token`` and lets it create CSRs (a SelfSubjectAccessReview, as ``kubectl auth
+    can-i``); False when it refuses it or cannot be asked."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+              "spec": {"resourceAttributes": {"verb": "create", "group": "certificates.k8s.io",
+                                              "resource": "certificatesigningrequests"}}}
+    try:
+        with connect(server, trust, token, proxy_url) as hub:
+            answer = hub.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review)
+    except ClusterError:
+        return False
+    return bool((answer or {}).get("status", {}).get("allowed"))
+
+
+def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.discover_hub, hosting=None, managed_kubeconfig=None,
+                connect=bootstrap_connection, lock=None):
     """Join: the bootstrap kubeconfig and the Klusterlet registration fields (the klusterlet does the CSR).
 
     ``hub`` is not needed: the klusterlet registers itself. In Hosted modes everything is written to
-    ``hosting``, with ``managed_kubeconfig`` (how the agents reach ``member``) in its own Secret.
+    ``hosting``, with ``managed_kubeconfig`` (how the agents reach ``member``) in its own Secret. A run that writes
+    the bootstrap kubeconfig holds ``lock`` (default: a new :class:`RegistrationLock` on the cluster the klusterlet
+    runs on) while it decides and writes.
     """
     report = Report()
     placement = reg.placement
@@ -1049,26 +959,41 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
         raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
                          "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
     expiration, problem = _stored_ocm_credentials(runtime, reg)
-    result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
-    if problem:
-        discovered = discover(reg, discover_hub)
-        result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
-        bootstrap_kubeconfig = bootstrap.bootstrap_kubeconfig(result["hub_server"], hub_trust(reg, discovered["ca_pem"]), reg.token,
-                                                              proxy_url=reg.proxy_url)
-        grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, reg.token)
-    namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
-    for namespace in namespaces:
-        report.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
-    if problem:
-        report.ensure(runtime, SECRET, ocm.bootstrap_secret(bootstrap_kubeconfig, placement.agent_namespace, grpc_config), check_mode)
-    if placement.hosted:
-        report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
-                      check_mode)
+    lock = lock or RegistrationLock(runtime, reg.cluster_name, unfinished="nothing more was written", interval=reg.wait_sleep)
+    result["waited_for"] = None
+    if problem and check_mode:
+        result["waited_for"] = lock.held_by_another()
+        if result["waited_for"]:
+            report.warnings.append("a registration of cluster %s by another run (%s, since %s) is under way: a run now would "
+                                   "wait for it and keep the bootstrap kubeconfig it wrote"
+                                   % (reg.cluster_name, result["waited_for"]["holder"], result["waited_for"]["since"]))
+    elif problem:
+        result["waited_for"] = lock.acquire(reg.wait_timeout)
     klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver)
     with report.failures_name_writes("written"):
-        report.ensure(runtime, ocm.KLUSTERLET, klusterlet, check_mode)
+        try:
+            if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile
+                expiration, problem = _stored_ocm_credentials(runtime, reg)
+            result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
+            if problem:
+                discovered = discover(reg, discover_hub)
+                result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
+            namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
+            for namespace in namespaces:
+                report.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}}, check_mode)
+            if problem:
+                trust = hub_trust(reg, discovered["ca_pem"])
+                report.ensure(runtime, SECRET, _ocm_bootstrap_secret(runtime, reg, result["hub_server"], trust, connect), check_mode)
+            if placement.hosted:
+                report.ensure(runtime, SECRET, ocm.external_managed_kubeconfig_secret(managed_kubeconfig, placement.agent_namespace),
+                              check_mode)
+            report.ensure(runtime, ocm.KLUSTERLET, klusterlet, check_mode)
+        finally:
+            warning = lock.release()
         if reg.wait and not check_mode:
             objects.wait_ready(runtime, ocm.KLUSTERLET, klusterlet, reg.wait_timeout, KLUSTERLET_READY, interval=reg.wait_sleep)
+    if warning:
+        report.warnings.append(warning)
     return report.result(**result)
 
 

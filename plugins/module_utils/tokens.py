@@ -24,11 +24,15 @@ import re
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE_DURATION_SECONDS, LeaseLock
 
 ENGINE_GROUPS = {"karmada": bootstrap.KARMADA_DEFAULT_GROUP, "ocm": bootstrap.OCM_DEFAULT_GROUP}
 # A token that would outlive the requested TTL by more than this is not reused (clock skew allowance).
 EXPIRY_SLACK_SECONDS = 60
 CREATE_ATTEMPTS = 3
+# The Lease (kube-system, on the hub) one run at a time holds to create a join token, and how long another waits for it.
+TOKEN_LOCK = "multicluster-fleet-join-token"
+TOKEN_LOCK_TIMEOUT = 2 * LEASE_DURATION_SECONDS
 
 # OCM's bootstrap ServiceAccount and the TokenRequest it is issued through.
 OCM_NAMESPACE = ocm.OPERATOR_NAMESPACE
@@ -219,18 +223,22 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
     want = dict(groups=groups, usages=usages, description=description, ttl_seconds=ttl_seconds, now=now)
 
     if token_id is None:
-        described, _problems = list_tokens(cluster, now=now)
-        fitting = [t for t in described if not mismatches(t, **want)]
-        if fitting:
-            best = max(fitting, key=lambda t: t["expiration"] or "9999")  # never-expiring sorts last
-            stored = _read_secret(cluster, best["token_id"])
-            return _result("unchanged", best["token_id"], bootstrap.token_secret_value(stored), best, best, [])
+        reused = _reuse(cluster, want)
+        if reused or check_mode:
+            return reused or _create(cluster, None, None, want, check_mode)
         if not create:
             raise FleetError("%s has no valid bootstrap token%s for groups %s: the hub has not been prepared (or its join "
                              "token expired); run the hub play first (role multicluster.fleet.hub_init)"
                              % (cluster.label, " described %r" % description if description else "", ", ".join(groups)),
                              missing=True)
-        return _create(cluster, None, None, want, check_mode)
+        # Two runs that found none would make one each, and their members would bootstrap with different tokens: one
+        # run at a time looks again and creates it (a Lease on the hub, as for registrations).
+        lock = LeaseLock(cluster, TOKEN_LOCK, "creating a join token", unfinished="no token was created")
+        lock.acquire(TOKEN_LOCK_TIMEOUT)
+        try:
+            return _reuse(cluster, want) or _create(cluster, None, None, want, check_mode)
+        finally:
+            lock.release()
 
     existing = _read_secret(cluster, token_id)
     if existing is None:
@@ -261,6 +269,17 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
         raise FleetError("%s: bootstrap token %s changed while it was being updated; try again"
                          % (cluster.label, token_id))
     return _result("updated", token_id, secret, describe(manifest, now), before, reasons)
+
+
+def _reuse(cluster, want):
+    """The :func:`_result` of reusing the stored token that serves ``want`` (the one expiring last), or None."""
+    described, _problems = list_tokens(cluster, now=want["now"])
+    fitting = [t for t in described if not mismatches(t, **want)]
+    if not fitting:
+        return None
+    best = max(fitting, key=lambda t: t["expiration"] or "9999")  # never-expiring sorts last
+    stored = _read_secret(cluster, best["token_id"])
+    return _result("unchanged", best["token_id"], bootstrap.token_secret_value(stored), best, best, [])
 
 
 def _manifest(token_id, secret, want):

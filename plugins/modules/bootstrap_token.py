@@ -21,6 +21,9 @@ description:
   - A token is reused only while it serves the request - unexpired, never expiring when O(ttl=0), otherwise
     expiring no later than O(ttl) from now (plus a minute); other tokens are rewritten (O(token_id)) or left alone.
     A token given by id that has expired gets a new secret; one that only differs in its properties keeps it.
+  - One run at a time creates a new random token - it holds Lease C(kube-system/multicluster-fleet-join-token) on the
+    hub while it looks again and creates the token, so a second run started at the same moment (a second playbook run)
+    waits for it, up to two minutes, and reuses that token instead of making another.
   - With O(token_type=service_account) (OCM only) the token is issued by a TokenRequest for the ServiceAccount
     C(open-cluster-management/agent-registration-bootstrap), as C(clusteradm get token) does by default.
     A TokenRequest stores nothing, so each run issues a token expiring O(ttl) from now and reports a change, unless

@@ -46,6 +46,11 @@ description:
     when O(klusterlet_mode) is given). The klusterlet then creates its own CSR and ManagedCluster; accept them with
     M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid certificate for this cluster (Secret
     C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new token.
+  - One OCM join of a member at a time - a run that has to write the bootstrap Secret holds the same Lease on the
+    cluster the klusterlet runs on while it decides and writes (up to O(wait_timeout) seconds for another run's, then
+    it reads the member again), and a bootstrap Secret that differs from this run's only by a token the hub still
+    accepts (another run's join token, checked by a SelfSubjectAccessReview) is kept - a new token would make the
+    klusterlet bootstrap again with a second CSR.
   - OCM B(Hosted) mode (O(klusterlet_mode=Hosted) or V(SingletonHosted), with O(hosting)) - the klusterlet runs on
     another cluster, the hosting cluster, which must run the klusterlet operator. Everything is written there, as
     C(clusteradm join --mode hosted) does - namespace C(klusterlet-<cluster>) holding the bootstrap Secret and Secret
@@ -306,8 +311,8 @@ attributes:
     details:
       - Discovery runs (it only reads), the Karmada CSR is a server-side dry run with the bootstrap token (which checks
         the token and its RBAC), and nothing is written or awaited.
-      - When another run is registering the member (its Lease is held), no CSR is planned; RV(waited_for) names that
-        run and a warning says that a real run would wait for it.
+      - When another run is registering the member (its Lease is held), no CSR is planned (Karmada); RV(waited_for)
+        names that run and a warning says that a real run would wait for it.
   diff_mode:
     support: full
     details:
@@ -538,8 +543,8 @@ accepted:
 waited_for:
   description:
     - The registration of this member by another run that was under way when this run needed a certificate, and that
-      this run waited for (in check mode - would wait for); null when there was none. Karmada only.
-  returned: when O(state=present) and O(engine=karmada)
+      this run waited for (in check mode - would wait for); null when there was none.
+  returned: when O(state=present)
   type: dict
   contains:
     holder:

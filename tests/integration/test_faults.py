@@ -26,7 +26,7 @@ import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, ocm, pki, register
 from apiproxy import ApiProxy
-from runner import COLLECTIONS, ROOT
+from runner import COLLECTIONS, ROOT, recap_of
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 
@@ -542,26 +542,29 @@ def token_refused(lab, token):
 
 
 class SecondRunGate:
-    """Holds the first write of member2's agent kubeconfig until another process has read it.
+    """Holds the first ``write`` (method, path) until another process has made a ``read`` (method, path).
 
-    That other process is the second site.yml run's registration, starting while the first one is
-    about to store its certificate: the two registrations overlap instead of passing each other by
-    chance. The hold lasts at most ``timeout`` seconds, less than the module's read timeout, so that a
-    second run far behind does not fail the first; ``overlapped`` says whether they overlapped.
+    That other process is the second site.yml run, starting while the first one is about to write what
+    both runs decide on (member2's agent kubeconfig, its bootstrap kubeconfig, the hub's join token): the
+    two runs overlap instead of passing each other by chance. Paths are compared without their query. The
+    hold lasts at most ``timeout`` seconds, less than the module's read timeout, so that a second run far
+    behind does not fail the first; ``overlapped`` says whether they overlapped.
     """
 
-    def __init__(self, timeout):
+    def __init__(self, timeout, read, write):
         self.timeout = timeout
+        self.read, self.write = read, write
         self.readers = set()
         self.overlapped = None
         self._condition = threading.Condition()
 
     def __call__(self, method, path, client):
+        request = (method, path.split("?", 1)[0])
         with self._condition:
-            if method == "GET" and path == agent_kubeconfig_path():
+            if request == self.read:
                 self.readers.add(client)
                 self._condition.notify_all()
-            elif method == "POST" and path == "/api/v1/namespaces/%s/secrets" % karmada.AGENT_NAMESPACE and self.overlapped is None:
+            elif request == self.write and self.overlapped is None:
                 self.overlapped = self._condition.wait_for(lambda: self.readers - {client}, self.timeout)
 
 
@@ -575,7 +578,8 @@ def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_p
     direct = tmp_path / "karmada.yml"
     direct.write_text(yaml.safe_dump(inventory))
     known = known_csrs(lab, "karmada", PULL)
-    gate = SecondRunGate(timeout=45)
+    gate = SecondRunGate(45, ("GET", agent_kubeconfig_path()),
+                         ("POST", "/api/v1/namespaces/%s/secrets" % karmada.AGENT_NAMESPACE))
     try:
         with ApiProxy(lab.clusters[PULL], gate) as proxy:  # member2 is reached through the gate
             inventory["all"]["children"]["members"]["hosts"][PULL]["kubeconfig"] = proxy.kubeconfig(
@@ -603,6 +607,57 @@ def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_p
         config = yaml.safe_load(base64.b64decode(secret["data"][karmada.AGENT_KUBECONFIG_SECRET]))
         issued = [c for c in agent_csrs(lab, "karmada", PULL) if c["metadata"]["name"] not in known][0]["status"]["certificate"]
         assert config["users"][0]["user"]["client-certificate-data"] == issued
+    finally:
+        code, stdout, stderr = start_playbook("detach.yml", str(direct)).output()
+        assert code == 0, stdout[-5000:] + stderr[-2000:]
+
+
+def join_tokens(lab):
+    """The ids of the hub's bootstrap tokens that hub_init made."""
+    secrets = lab.api(lab.hub).get("/api/v1/namespaces/kube-system/secrets")["items"]
+    return sorted(s["metadata"]["name"] for s in secrets if s.get("type") == bootstrap.SECRET_TYPE and base64.b64decode(
+        (s.get("data") or {}).get("description", "")).decode() == "join token created by multicluster.fleet hub_init")
+
+
+def test_two_ocm_site_runs_at_once_join_each_member_once(lab, simulations, tmp_path):
+    """Both runs' hub plays look for the join token before either makes one, and both runs' joins of member2 read it
+    before either writes its bootstrap kubeconfig: one token is made, member2's klusterlet bootstraps once (one CSR),
+    and a third run changes nothing."""
+    hub = lab.api(lab.hub)
+    for name in (PUSH, PULL):
+        assert not hub.exists("%s/%s" % (MANAGED_CLUSTERS, name)), "the hub lists %s already: the lab is not clean" % name
+    assert join_tokens(lab) == [], "hub_init's join token is on the hub already: the lab is not clean"
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["all"]["vars"]["fleet_engine"] = "ocm"
+    direct = tmp_path / "ocm.yml"
+    direct.write_text(yaml.safe_dump(inventory))
+    known = known_csrs(lab, "ocm", PULL)
+    token_gate = SecondRunGate(15, ("GET", "/api/v1/namespaces/kube-system/secrets"),
+                               ("POST", "/api/v1/namespaces/kube-system/secrets"))
+    join_gate = SecondRunGate(15, ("GET", "/api/v1/namespaces/%s/secrets/%s" % (ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET)),
+                              ("POST", "/api/v1/namespaces/%s/secrets" % ocm.AGENT_NAMESPACE))
+    try:
+        with ApiProxy(lab.clusters[lab.hub], token_gate) as hub_proxy, ApiProxy(lab.clusters[PULL], join_gate) as member_proxy:
+            hosts = inventory["all"]["children"]
+            hub_host = next(iter(hosts["hub"]["hosts"].values()))
+            hub_host["kubeconfig"] = hub_proxy.kubeconfig(str(tmp_path / "hub.kubeconfig"), lab.clusters[lab.hub]["kubeconfig"])
+            hosts["members"]["hosts"][PULL].update(  # reached through the gate; its klusterlet names its own address
+                kubeconfig=member_proxy.kubeconfig(str(tmp_path / "member2.kubeconfig"), lab.clusters[PULL]["kubeconfig"]),
+                agent_install_api_endpoint=lab.clusters[PULL]["server"])
+            gated = tmp_path / "ocm-gated.yml"
+            gated.write_text(yaml.safe_dump(inventory))
+            runs = [start_playbook("site.yml", str(gated)) for dummy in range(2)]
+            outputs = [task.output() for task in runs]
+        for code, stdout, stderr in outputs:
+            assert code == 0, stdout[-5000:] + stderr[-2000:]
+        assert token_gate.overlapped and join_gate.overlapped, (token_gate.overlapped, join_gate.overlapped)
+        assert len(join_tokens(lab)) == 1, join_tokens(lab)
+        # member2's klusterlet asked once: one CSR, approved
+        assert list(new_csrs(lab, "ocm", PULL, known).values()) == [csrs.APPROVED]
+        code, stdout, stderr = start_playbook("site.yml", str(direct)).output()
+        assert code == 0, stdout[-5000:] + stderr[-2000:]
+        assert {host: counts["changed"] for host, counts in recap_of(stdout).items() if counts["changed"]} == {}, stdout[-5000:]
     finally:
         code, stdout, stderr = start_playbook("detach.yml", str(direct)).output()
         assert code == 0, stdout[-5000:] + stderr[-2000:]

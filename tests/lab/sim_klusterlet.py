@@ -13,7 +13,10 @@ signed, and writes ``open-cluster-management-agent/hub-kubeconfig-secret`` (``tl
 CA and ``proxy-url``, and both are used through that proxy). From then on it speaks to the hub with that
 certificate only: once the hub accepted the cluster it sets ``ManagedClusterJoined``,
 ``ManagedClusterConditionAvailable`` and ``ManagedClusterConditionClockSynced`` and the Kubernetes
-version, and renews the lease ``managed-cluster-lease``.
+version, and renews the lease ``managed-cluster-lease``. A bootstrap kubeconfig that changes while its CSR waits
+makes it start again with the new one (the agent restarts); once joined, one that names another server or CA makes
+it bootstrap again (the operator's bootstrap controller deletes ``hub-kubeconfig-secret``) - a new token alone does
+not.
 
 In Hosted mode (``hosting`` given) the agent runs on the hosting cluster: it works in namespace
 ``klusterlet-<cluster>`` there (the Klusterlet ``klusterlet-<cluster>`` names it, as the operator
@@ -85,6 +88,14 @@ def _decode(secret, key):
     return base64.b64decode(value) if value else None
 
 
+def _hub_of(kubeconfig):
+    """(server, CA data) of a kubeconfig's current cluster, as the operator compares them."""
+    config = yaml.safe_load(kubeconfig) or {}
+    context = next((c["context"] for c in config.get("contexts") or [] if c["name"] == config.get("current-context")), {})
+    cluster = next((c["cluster"] for c in config.get("clusters") or [] if c["name"] == context.get("cluster")), {})
+    return cluster.get("server"), cluster.get("certificate-authority-data")
+
+
 class SimulatedKlusterlet(Simulation):
     """The klusterlet's registration agent for lab cluster ``member``, registering as ``cluster_name``.
 
@@ -116,6 +127,7 @@ class SimulatedKlusterlet(Simulation):
         self.agent_name = agent_name
         self.csr_name = None
         self._key_pem = None
+        self._bootstrapped_with = None  # the bootstrap kubeconfig the pending CSR was made with
         self._renewed = None
 
     @property
@@ -137,10 +149,22 @@ class SimulatedKlusterlet(Simulation):
             return
         hub_secret = get_or_none(self.runtime, secret_path(HUB_SECRET, self.namespace))
         self._resolve_names(hub_secret, spec)
-        if self._valid(hub_secret):
+        if self._valid(hub_secret) and not self._hub_changed(hub_secret):
             self._run_as_agent(hub_secret)
         else:
             self._bootstrap()
+
+    def _hub_changed(self, hub_secret):
+        """The operator's bootstrap controller: a bootstrap kubeconfig whose server or CA differ from the hub
+        kubeconfig's makes the klusterlet bootstrap again - it deletes ``hub-kubeconfig-secret``. A new token alone
+        does not."""
+        bootstrap = _decode(get_or_none(self.runtime, secret_path(BOOTSTRAP_SECRET, self.namespace)) or {}, "kubeconfig")
+        if not bootstrap or _hub_of(bootstrap) == _hub_of(_decode(hub_secret, "kubeconfig")):
+            return False
+        self.runtime.delete(secret_path(HUB_SECRET, self.namespace))
+        self.csr_name = self._key_pem = None
+        self.status = f"the bootstrap kubeconfig names another hub: deleted {HUB_SECRET}, bootstrapping again"
+        return True
 
     def _reach_managed_cluster(self):
         """Hosted: a client for the managed cluster from ``external-managed-kubeconfig``; False while there is none."""
@@ -179,10 +203,15 @@ class SimulatedKlusterlet(Simulation):
         if not kubeconfig:
             self.status = f"waiting for Secret {self.namespace}/{BOOTSTRAP_SECRET}"
             return
+        if self.csr_name is not None and kubeconfig != self._bootstrapped_with:
+            # the agent restarts when its bootstrap kubeconfig changes, and asks again with the new one
+            self.status = f"the bootstrap kubeconfig changed: CSR {self.csr_name} abandoned, bootstrapping again"
+            self.csr_name = self._key_pem = None
         hub = AgentClient.from_kubeconfig(kubeconfig, f"{self.workdir}/bootstrap")
         self._create_managed_cluster(hub)
         if self.csr_name is None:
             self._create_csr(hub)
+            self._bootstrapped_with = kubeconfig
             return
         csr = get_or_none(hub, f"{CSRS}/{self.csr_name}")
         if csr is None:

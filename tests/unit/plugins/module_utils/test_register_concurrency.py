@@ -11,18 +11,18 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, pki, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, lease_lock, ocm, pki, register
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
-from test_register import AGENT_SECRET_PATH, CLUSTER, TOKEN, BootstrapHub, FakeDiscovery, connector, reg
+from test_register import AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg, secret_text
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 REAL_WAIT_UNTIL = register.resources.wait_until
-LEASE_PATH = register.LEASE.path("kube-system", "multicluster-fleet-registration-member1")
+LEASE_PATH = lease_lock.LEASE.path("kube-system", "multicluster-fleet-registration-member1")
 IN_FLIGHT_PATH = SECRET.path("kube-system", "multicluster-fleet-registration-member1")
 
 
@@ -83,12 +83,12 @@ def lock_of(cluster, time_, holder="runner-b"):
     return register.RegistrationLock(cluster, CLUSTER, holder=holder, interval=2, now=time_.wall, clock=time_.clock, sleep=time_.sleep)
 
 
-def hold(member, holder, renewed, duration=register.LEASE_DURATION_SECONDS):
+def hold(member, holder, renewed, duration=lease_lock.LEASE_DURATION_SECONDS):
     """Another run's Lease, last renewed at ``renewed``."""
-    return member.add(register.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
-                                       "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
-                                                "acquireTime": register.micro_time(renewed - datetime.timedelta(seconds=5)),
-                                                "renewTime": register.micro_time(renewed), "leaseTransitions": 0}})
+    return member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
+                                         "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
+                                                  "acquireTime": lease_lock.micro_time(renewed - datetime.timedelta(seconds=5)),
+                                                  "renewTime": lease_lock.micro_time(renewed), "leaseTransitions": 0}})
 
 
 def writes(cluster):
@@ -154,8 +154,8 @@ def test_an_expired_lease_is_taken_over_guarded_by_its_resource_version(time_):
 @pytest.mark.parametrize("spec", [{"holderIdentity": ""}, {"holderIdentity": "x", "renewTime": "garbage"}])
 def test_a_lease_without_holder_or_time_is_free(time_, spec):
     member = Member()
-    member.add(register.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
-                                "spec": spec})
+    member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
+                                  "spec": spec})
     assert lock_of(member, time_).acquire(timeout=0) is None
     assert member.objects[LEASE_PATH]["spec"]["holderIdentity"] == "runner-b"
 
@@ -169,7 +169,7 @@ def test_losing_the_takeover_race_means_waiting(time_):
         if method == "PATCH" and not raced:  # runner-c took it over between our read and our update ...
             raced.append(path)
             lease = member.objects[LEASE_PATH]
-            lease["spec"].update(holderIdentity="runner-c", renewTime=register.micro_time(time_.now))
+            lease["spec"].update(holderIdentity="runner-c", renewTime=lease_lock.micro_time(time_.now))
             lease["metadata"]["resourceVersion"] = "999"
         return original(method, path, body, query, content_type, timeout)
     member.request = request
@@ -302,7 +302,7 @@ def test_the_lease_is_held_from_after_discovery_until_the_kubeconfig_is_written(
     assert seen == [("discovery", False), ("csr", "runner-b", True)]
     assert result["changed"] and result["waited_for"] is None
     order = writes(member)
-    assert order[0] == ("POST", register.LEASE.path("kube-system"))
+    assert order[0] == ("POST", lease_lock.LEASE.path("kube-system"))
     assert order[-3:] == [("POST", SECRET.path("karmada-system")), ("DELETE", IN_FLIGHT_PATH), ("DELETE", LEASE_PATH)]
     assert set(member.objects) == {NAMESPACE.path(None, "karmada-system"), AGENT_SECRET_PATH}
 
@@ -650,3 +650,109 @@ def test_not_found_is_no_reason_to_give_up_a_lease(time_):
     member.objects.pop(LEASE_PATH)
     with pytest.raises(FleetError, match="lost Lease/kube-system/multicluster-fleet-registration-member1 to nobody"):
         lock.renew(force=True)
+
+
+# --- OCM: one join at a time, and a working bootstrap kubeconfig is kept ---------------------------------------------
+
+BOOTSTRAP_PATH = SECRET.path(ocm.AGENT_NAMESPACE, ocm.BOOTSTRAP_SECRET)
+REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+
+
+class ReviewingHub(FakeCluster):
+    """The hub as a bootstrap token sees it: answers SelfSubjectAccessReviews (``allowed``), or refuses the token."""
+
+    def __init__(self, allowed=True, refused=False):
+        super().__init__("hub")
+        self.allowed, self.refused, self.reviews = allowed, refused, 0
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        if path == REVIEW_PATH:
+            self.reviews += 1
+            if self.refused:
+                raise ClusterError("hub refused the credentials (401 Unauthorized)")
+            return dict(body, status={"allowed": self.allowed})
+        return super().request(method, path, body, query, content_type, timeout)
+
+
+def ocm_member(ca):
+    """A member that serves the Klusterlet API and was joined with TOKEN (its klusterlet has not bootstrapped yet)."""
+    member = Member()
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))  # the API is served; no Klusterlet yet
+    register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+    return member
+
+
+def join_again(ca, member, hub, time_, token=OTHER_TOKEN, **options):
+    seen = []
+    lock = register.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, now=time_.wall, clock=time_.clock,
+                                     sleep=time_.sleep)
+    result = register.ocm_present(member, None, reg("ocm", token=token, **options), discover_hub=FakeDiscovery(ca),
+                                  connect=connector(hub, seen), lock=lock)
+    return result, seen
+
+
+def bootstrap_token(member):
+    return pki.read_kubeconfig(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))["token"]
+
+
+def test_a_bootstrap_kubeconfig_with_another_working_token_is_kept(ca, time_):
+    member = ocm_member(ca)
+    hub = ReviewingHub()
+    result, seen = join_again(ca, member, hub, time_)
+    assert bootstrap_token(member) == TOKEN and not result["changed"] and hub.reviews == 1
+    assert [(server, token) for server, dummy, token in seen] == [(HUB_URL, TOKEN)]  # the stored token is the one asked
+
+
+@pytest.mark.parametrize("hub", [ReviewingHub(allowed=False), ReviewingHub(refused=True)], ids=["not-allowed", "refused"])
+def test_a_bootstrap_kubeconfig_whose_token_no_longer_registers_is_rewritten(ca, time_, hub):
+    member = ocm_member(ca)
+    result, dummy = join_again(ca, member, hub, time_)
+    assert bootstrap_token(member) == OTHER_TOKEN and result["changed"] and hub.reviews == 1
+    assert "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: updated" in result["changes"]
+
+
+def test_a_bootstrap_kubeconfig_for_another_hub_is_rewritten_without_asking(ca, time_):
+    member = ocm_member(ca)
+    hub = ReviewingHub()
+    result, dummy = join_again(ca, member, hub, time_, hub_apiserver="https://hub.example:7443")
+    assert bootstrap_token(member) == OTHER_TOKEN and result["changed"] and hub.reviews == 0
+
+
+def test_a_second_ocm_join_waits_for_the_first_and_keeps_what_it_wrote(ca, time_):
+    member = Member()
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
+    hold(member, "runner-a", START)
+
+    def first_run_finishes():  # runner-a writes the bootstrap kubeconfig with its token and gives the Lease back
+        member.objects.pop(LEASE_PATH)
+        register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+    time_.actions.append(first_run_finishes)
+    result, dummy = join_again(ca, member, ReviewingHub(), time_)
+    assert result["waited_for"] == {"holder": "runner-a", "since": "2030-01-02T03:04:00.000000Z",
+                                    "lease": "Lease/kube-system/multicluster-fleet-registration-member1"}
+    assert bootstrap_token(member) == TOKEN and not result["changed"] and LEASE_PATH not in member.objects
+    assert time_.naps == [2]
+
+
+def test_the_ocm_join_lease_is_held_while_writing_and_given_back_before_waiting(ca, time_):
+    member = Member()
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
+    result, dummy = join_again(ca, member, ReviewingHub(), time_)
+    order = writes(member)
+    assert order[0] == ("POST", lease_lock.LEASE.path("kube-system"))
+    assert order[-1] == ("DELETE", LEASE_PATH) and order[-2][1] == ocm.KLUSTERLET.path()
+    assert result["waited_for"] is None and result["changed"]
+
+
+def test_check_mode_says_an_ocm_join_is_under_way(ca, time_):
+    member = Member()
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
+    hold(member, "runner-a", START)
+    result = register.ocm_present(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca))
+    assert result["waited_for"]["holder"] == "runner-a"
+    assert [call for call in member.calls if call[0] != "GET" and call[2] != {"dryRun": "All"}] == []
+    assert "a registration of cluster member1 by another run (runner-a, since " in result["warnings"][0]

@@ -3,11 +3,12 @@
 import base64
 import copy
 import datetime
+import functools
 import json
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, lease_lock, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -222,6 +223,34 @@ def test_reuse_prefers_the_token_that_lives_longest(hub):
     hub.store_token("aaaaaa", "0123456789abcdef", ttl_seconds=600)
     hub.store_token("bbbbbb", "0123456789abcdef", ttl_seconds=1800)
     assert ensure(hub)["token"] == "bbbbbb.0123456789abcdef"
+
+
+TOKEN_LEASE_PATH = lease_lock.LEASE.path("kube-system", tokens.TOKEN_LOCK)
+
+
+def test_a_new_token_is_created_under_the_hubs_lease(hub):
+    done = ensure(hub, description="edge")
+    writes = [(method, path) for method, path, dummy in hub.calls if method != "GET"]
+    assert writes == [("POST", lease_lock.LEASE.path("kube-system")), ("POST", resources.SECRET.path("kube-system")),
+                      ("DELETE", TOKEN_LEASE_PATH)]
+    assert done["action"] == "created" and TOKEN_LEASE_PATH not in hub.objects
+
+
+def test_a_second_run_takes_the_token_the_first_one_created_meanwhile(hub, monkeypatch):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    hub.add(lease_lock.LEASE, {"metadata": {"name": tokens.TOKEN_LOCK, "namespace": "kube-system"},
+                               "spec": {"holderIdentity": "runner-a", "leaseDurationSeconds": 60,
+                                        "acquireTime": lease_lock.micro_time(now), "renewTime": lease_lock.micro_time(now)}})
+    naps = []
+
+    def first_run_finishes(seconds):  # runner-a creates its token and gives the Lease back
+        naps.append(seconds)
+        hub.store_token("aaaaaa", "0123456789abcdef", description="edge")
+        hub.objects.pop(TOKEN_LEASE_PATH)
+    monkeypatch.setattr(tokens, "LeaseLock", functools.partial(lease_lock.LeaseLock, sleep=first_run_finishes))
+    done = ensure(hub, description="edge")
+    assert done["action"] == "unchanged" and done["token"] == "aaaaaa.0123456789abcdef" and naps == [1.0]
+    assert len([path for path in hub.objects if "bootstrap-token-" in path]) == 1 and TOKEN_LEASE_PATH not in hub.objects
 
 
 def test_check_mode_create_stores_nothing_and_invents_no_token(hub):
