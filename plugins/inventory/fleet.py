@@ -9,7 +9,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: fleet
 short_description: The member clusters of a Karmada or Open Cluster Management hub as inventory hosts
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the member clusters registered on the hub - Karmada C(Cluster) or OCM C(ManagedCluster) objects, as
     M(multicluster.fleet.cluster_info) reads them - and makes every member cluster a host named after the cluster,

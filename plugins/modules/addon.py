@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: addon
 short_description: Enable an OCM add-on on the fleet, by placement or per cluster
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Registers an Open Cluster Management add-on on the hub with a C(ClusterManagementAddOn)
     (C(clustermanagementaddons.addon.open-cluster-management.io/v1alpha1)) - display name, supported configs with their

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: addon_deployment_config
 short_description: Manage an OCM AddOnDeploymentConfig, how add-on agents are deployed
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Creates, updates or deletes an Open Cluster Management C(AddOnDeploymentConfig)
     (C(addondeploymentconfigs.addon.open-cluster-management.io/v1alpha1)) on the hub - customized variables, node

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: bootstrap_token
 short_description: Create, reuse or delete the join credentials members register to a hub with
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Manages bootstrap tokens on the hub like C(karmadactl token create/delete) and C(clusteradm get token) do -
     a Secret C(kube-system/bootstrap-token-<id>) of type C(bootstrap.kubernetes.io/token) whose token

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: bootstrap_token_info
 short_description: List the bootstrap tokens of a hub, like karmadactl token list
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the Secrets of type C(bootstrap.kubernetes.io/token) in C(kube-system) and describes each token
     the way C(karmadactl token list) (and C(kubeadm token list)) show them - id, TTL, expiration, usages,

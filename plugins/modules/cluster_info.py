@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: cluster_info
 short_description: List the member clusters registered on a Karmada or Open Cluster Management hub
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads Karmada C(Cluster) objects (C(clusters.cluster.karmada.io/v1alpha1)) or OCM C(ManagedCluster)
     objects (C(managedclusters.cluster.open-cluster-management.io/v1)) from the hub.

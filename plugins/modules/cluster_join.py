@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: cluster_join
 short_description: Join a member cluster to a Karmada hub in Push mode, or unjoin it
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Does what C(karmadactl join) and C(karmadactl unjoin) do, as one idempotent module that can run in check mode.
   - With O(state=present), creates or reconciles on the member the namespace O(cluster_namespace), the ServiceAccounts

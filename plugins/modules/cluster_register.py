@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: cluster_register
 short_description: Register a member cluster with a Karmada hub in Pull mode, or join it to an OCM hub
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs against the B(member) cluster (the top-level authentication options address the member) and reaches the
     hub only through the bootstrap token, the way C(karmadactl register) and C(clusteradm join) do.

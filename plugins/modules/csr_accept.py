@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: csr_accept
 short_description: Accept member clusters that register by pull, after checking their agents' certificate requests
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs on the hub with the hub admin's credentials, as C(clusteradm accept) (OCM) or the manual approval of a
     C(karmadactl register) CSR (Karmada) would, for several clusters in one task.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: hub_registration
 short_description: Prepare a Karmada or Open Cluster Management hub for members that register with join credentials
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Sets up what pull registration with a bootstrap token or OCM's bootstrap ServiceAccount needs on the hub,
     the parts C(karmadactl init) and C(clusteradm init) create for it.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: k8s_objects
 short_description: Apply or remove a set of Kubernetes objects of known kinds, such as an operator bundle
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Makes a list of manifests exist (O(state=present)) or not (O(state=absent)) on one cluster - namespaces,
     CRDs, ServiceAccounts, RBAC, Deployments, Secrets, ConfigMaps and the Karmada and OCM custom resources.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: manifest_work
 short_description: Deliver Kubernetes manifests to member clusters through an OCM or Karmada hub
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Writes one work object per member cluster on the hub, carrying the same manifests; the engine's agent applies
     them to the member and reports status back. One task addresses one or many clusters.

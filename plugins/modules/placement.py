@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: placement
 short_description: Select OCM managed clusters with a Placement
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Creates, updates or deletes an Open Cluster Management C(Placement) (C(placements.cluster.open-cluster-management.io/v1beta1))
     on the hub. The hub's placement controller selects managed clusters for it and writes them into

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Everything the artifact may hold at its top level. MANIFEST.json and FILES.json are written by
 # ansible-galaxy; the rest is content of this collection.
 ALLOWED_TOP_LEVEL = {
-    "MANIFEST.json", "FILES.json", "README.md", "requirements.txt", "LICENSES",
+    "MANIFEST.json", "FILES.json", "README.md", "CHANGELOG.rst", "requirements.txt", "LICENSES",
     "changelogs", "docs", "extensions", "meta", "playbooks", "plugins", "roles", "tests",
 }
 GENERATED_BY_BUILD = {"MANIFEST.json", "FILES.json"}
