@@ -25,11 +25,21 @@ KINDS = (
     ("Deployment", "/apis/apps/v1/deployments"),
     ("CustomResourceDefinition", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),
 )
+TERMINATING_TIMEOUT = 120  # seconds a namespace an earlier test deleted may take to go
 HUB_KINDS = KINDS + (
     ("Cluster", "/apis/cluster.karmada.io/v1alpha1/clusters"),
     ("ManagedCluster", "/apis/cluster.open-cluster-management.io/v1/managedclusters"),
     ("ClusterManager", "/apis/operator.open-cluster-management.io/v1/clustermanagers"),
 )
+
+
+def settled_namespaces(api):
+    """The cluster's namespaces, or None while one of them (other than an OCM cluster namespace) is being deleted:
+    what an earlier test removed is gone before a snapshot is taken, so that it is neither seen nor missed."""
+    namespaces = api.get("/api/v1/namespaces")["items"]
+    terminating = [n for n in namespaces if n["metadata"].get("deletionTimestamp")
+                   and "open-cluster-management.io/cluster-name" not in (n["metadata"].get("labels") or {})]
+    return None if terminating else namespaces
 
 
 def snapshot(lab, contents=False):
@@ -40,16 +50,19 @@ def snapshot(lab, contents=False):
     ``managedFields``); ``uid`` and ``creationTimestamp`` stay, so an object deleted and created again
     differs too. That is what a check-mode run must leave exactly as it was.
 
-    Left out: what Kubernetes derives by itself (ServiceAccount token Secrets, the ``kube-root-ca.crt``
-    ConfigMaps and ``default`` ServiceAccounts of each namespace; CertificateSigningRequests, which its
-    csrcleaner removes an hour after they were issued), and the cluster namespaces (labelled ``open-cluster-management.io/cluster-name``) the
-    OCM hub controller creates on acceptance and keeps, with what Kubernetes puts into them.
+    Taken once no namespace is being deleted (:func:`settled_namespaces`). Left out: what Kubernetes derives by
+    itself (ServiceAccount token Secrets, the ``kube-root-ca.crt`` ConfigMaps and ``default`` ServiceAccounts of each
+    namespace; CertificateSigningRequests, which its csrcleaner removes an hour after they were issued), and the
+    cluster namespaces (labelled ``open-cluster-management.io/cluster-name``) the OCM hub controller creates on
+    acceptance and keeps, with what Kubernetes puts into them.
     """
     state = {}
     volatile = ("resourceVersion", "generation", "managedFields", "selfLink")
     for name, info in lab.clusters.items():
         api = fleet_lab.ApiClient.for_cluster(info)
-        cluster_namespaces = {n["metadata"]["name"] for n in api.get("/api/v1/namespaces")["items"]
+        namespaces = fleet_lab.wait_for(lambda: settled_namespaces(api), TERMINATING_TIMEOUT,
+                                        "%s: namespaces being deleted (by an earlier test) to be gone" % name)
+        cluster_namespaces = {n["metadata"]["name"] for n in namespaces
                               if "open-cluster-management.io/cluster-name" in (n["metadata"].get("labels") or {})}
         found = {}
         for kind, path in HUB_KINDS if name == lab.hub else KINDS:
