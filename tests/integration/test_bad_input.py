@@ -10,9 +10,10 @@ import os
 import socket
 
 import pytest
+import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap
-from runner import run_module
+from runner import ROOT, recap_of, run_module, run_playbook
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 
@@ -69,6 +70,7 @@ class Context:
         self.other_ca = lab.clusters["member1"]["ca_cert"]
         self.token = token
         self.hub_server = lab.clusters["hub"]["server"]
+        self.member_server = lab.clusters["member1"]["server"]
 
 
 def cm(name, namespace="default", **extra):
@@ -269,3 +271,62 @@ def test_every_module_has_rows():
     modules = {f[:-3] for f in os.listdir(os.path.join(os.path.dirname(__file__), "..", "..", "plugins", "modules"))
                if f.endswith(".py")}
     assert modules - UNCOVERED == set(MINIMAL) == {row[0] for row in ROWS}
+
+
+# --- the same values in an inventory, through site.yml ------------------------------------------------------
+
+# A member host per malformed connection value, registering by push: (host, its connection, what the run says of it)
+MALFORMED_MEMBERS = [
+    ("no-scheme", lambda c: {"host": c.member_server.split("://", 1)[1]},
+     lambda c: "invalid host %r: the scheme must be https:// or http://" % c.member_server.split("://", 1)[1]),
+    ("port-no-number", lambda c: {"host": "https://127.0.0.1:port"},
+     lambda c: "invalid host 'https://127.0.0.1:port': it is not a URL with a numeric port"),
+    ("ftp-proxy", lambda c: {"host": c.member_server, "proxy": "ftp://127.0.0.1:21"},
+     lambda c: "invalid proxy 'ftp://127.0.0.1:21': the scheme must be http:// or https://"),
+    ("binary-kubeconfig", lambda c: {"kubeconfig": c.binary},
+     lambda c: "%s is not a kubeconfig: it is not text (a binary file?)" % c.binary),
+]
+
+
+def playbook_run(lab, directory, playbook, members, **extra_vars):
+    """``playbook`` (site.yml, detach.yml) on the lab's hub and ``members`` (host -> variables); returns (returncode,
+    output with its lines joined, recap)."""
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["all"]["children"]["members"]["hosts"] = members
+    path = directory / ("%s-inventory.yml" % playbook)
+    path.write_text(yaml.safe_dump(inventory))
+    done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", playbook)}], inventory=str(path),
+                        extra_vars=extra_vars or None)
+    return done.returncode, " ".join((done.stdout + done.stderr).split()), recap_of(done.stdout)
+
+
+@pytest.fixture
+def hub_left_clean(lab, tmp_path):
+    """detach.yml on the hub alone after the test: its join token and registration set-up go."""
+    yield
+    returncode, output, dummy = playbook_run(lab, tmp_path, "detach.yml", {})
+    assert returncode == 0, output[-4000:]
+
+
+def test_site_names_each_malformed_connection_of_a_member(lab, context, tmp_path, hub_left_clean):
+    members = dict((host, dict(connection(context), ansible_connection="local", registration_mode="push",
+                               ansible_python_interpreter="{{ ansible_playbook_python }}"))
+                   for host, connection, dummy in MALFORMED_MEMBERS)
+    returncode, output, recap = playbook_run(lab, tmp_path, "site.yml", members)
+    assert returncode != 0, output[-4000:]
+    for host, dummy, message in MALFORMED_MEMBERS:
+        assert recap[host]["failed"] == 1, recap
+        assert message(context) in output, (host, output[-6000:])
+    assert "unexpected error" not in output and "Traceback" not in output, output[-6000:]
+    clusters = fleet_lab.ApiClient.for_cluster(lab.clusters["hub"]).get("/apis/cluster.karmada.io/v1alpha1/clusters")["items"]
+    assert not {c["metadata"]["name"] for c in clusters} & set(members)
+
+
+def test_site_names_a_join_token_ttl_too_long(lab, context, tmp_path, hub_left_clean):
+    member = dict(context.member1, ansible_connection="local", registration_mode="pull",
+                  ansible_python_interpreter="{{ ansible_playbook_python }}", cluster_name="member1")
+    returncode, output, recap = playbook_run(lab, tmp_path, "site.yml", {"member1": member}, hub_init_token_ttl="99999999999h")
+    assert returncode != 0 and recap["hub-cluster"]["failed"] == 1, output[-4000:]
+    assert "ttl '99999999999h' is longer than 100 years" in output, output[-6000:]
+    assert "unexpected error" not in output and "Traceback" not in output, output[-6000:]
