@@ -224,13 +224,15 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
 
     if token_id is None:
         reused = _reuse(cluster, want)
-        if reused or check_mode:
-            return reused or _create(cluster, None, None, want, check_mode)
+        if reused:
+            return reused
         if not create:
             raise FleetError("%s has no valid bootstrap token%s for groups %s: the hub has not been prepared (or its join "
                              "token expired); run the hub play first (role multicluster.fleet.hub_init)"
                              % (cluster.label, " described %r" % description if description else "", ", ".join(groups)),
                              missing=True)
+        if check_mode:
+            return _create(cluster, None, None, want, check_mode)
         # Two runs that found none would make one each, and their members would bootstrap with different tokens: one
         # run at a time looks again and creates it (a Lease on the hub, as for registrations).
         lock = LeaseLock(cluster, TOKEN_LOCK, "creating a join token", unfinished="no token was created")

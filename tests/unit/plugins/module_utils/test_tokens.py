@@ -253,6 +253,14 @@ def test_a_second_run_takes_the_token_the_first_one_created_meanwhile(hub, monke
     assert len([path for path in hub.objects if "bootstrap-token-" in path]) == 1 and TOKEN_LEASE_PATH not in hub.objects
 
 
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_without_create_a_missing_token_is_reported_not_made(hub, check_mode):
+    with pytest.raises(FleetError, match="has no valid bootstrap token described 'edge'") as caught:
+        ensure(hub, description="edge", create=False, check_mode=check_mode)
+    assert caught.value.details["missing"] is True
+    assert [call for call in hub.calls if call[0] != "GET"] == []
+
+
 def test_check_mode_create_stores_nothing_and_invents_no_token(hub):
     done = ensure(hub, check_mode=True)
     assert done["action"] == "created" and done["token"] is None and done["info"]["token_id"] is None
