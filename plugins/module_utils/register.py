@@ -914,9 +914,12 @@ def _ocm_bootstrap_secret(runtime, reg, server, trust, connect):
         token = pki.read_kubeconfig(_secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored bootstrap kubeconfig")["token"]
     except FleetError:
         return wanted
-    if not token or token == reg.token or secret(token)["data"] != stored.get("data"):
+    if not token or token == reg.token:
         return wanted
-    return secret(token) if _token_may_register(server, trust, token, reg.proxy_url, connect) else wanted
+    kept = secret(token)
+    if kept["data"] != stored.get("data"):
+        return wanted
+    return kept if _token_may_register(server, trust, token, reg.proxy_url, connect) else wanted
 
 
 def _token_may_register(server, trust, token, proxy_url, connect):

@@ -33,12 +33,16 @@ HUB_KINDS = KINDS + (
 )
 
 
+def is_cluster_namespace(namespace):
+    """An OCM cluster namespace: the hub controller creates it on acceptance and keeps it."""
+    return "open-cluster-management.io/cluster-name" in (namespace["metadata"].get("labels") or {})
+
+
 def settled_namespaces(api):
     """The cluster's namespaces, or None while one of them (other than an OCM cluster namespace) is being deleted:
     what an earlier test removed is gone before a snapshot is taken, so that it is neither seen nor missed."""
     namespaces = api.get("/api/v1/namespaces")["items"]
-    terminating = [n for n in namespaces if n["metadata"].get("deletionTimestamp")
-                   and "open-cluster-management.io/cluster-name" not in (n["metadata"].get("labels") or {})]
+    terminating = [n for n in namespaces if n["metadata"].get("deletionTimestamp") and not is_cluster_namespace(n)]
     return None if terminating else namespaces
 
 
@@ -62,8 +66,7 @@ def snapshot(lab, contents=False):
         api = fleet_lab.ApiClient.for_cluster(info)
         namespaces = fleet_lab.wait_for(lambda: settled_namespaces(api), TERMINATING_TIMEOUT,
                                         "%s: namespaces being deleted (by an earlier test) to be gone" % name)
-        cluster_namespaces = {n["metadata"]["name"] for n in namespaces
-                              if "open-cluster-management.io/cluster-name" in (n["metadata"].get("labels") or {})}
+        cluster_namespaces = {n["metadata"]["name"] for n in namespaces if is_cluster_namespace(n)}
         found = {}
         for kind, path in HUB_KINDS if name == lab.hub else KINDS:
             for obj in api.get(path)["items"]:

@@ -568,15 +568,23 @@ class SecondRunGate:
                 self.overlapped = self._condition.wait_for(lambda: self.readers - {client}, self.timeout)
 
 
-def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_path):
+def unregistered_fleet(lab, tmp_path, engine, members_path):
+    """The lab's inventory for ``engine`` (a dict, and written to a file: its path), once the hub is seen to list
+    neither member at ``members_path``."""
     hub = lab.api(lab.hub)
     for name in (PUSH, PULL):
-        assert not hub.exists("%s/%s" % (CLUSTERS, name)), "the hub lists %s already: the lab is not clean" % name
+        assert not hub.exists("%s/%s" % (members_path, name)), "the hub lists %s already: the lab is not clean" % name
     with open(lab.inventory) as handle:
         inventory = yaml.safe_load(handle)
-    inventory["all"]["vars"]["fleet_engine"] = "karmada"
-    direct = tmp_path / "karmada.yml"
+    inventory["all"]["vars"]["fleet_engine"] = engine
+    direct = tmp_path / ("%s.yml" % engine)
     direct.write_text(yaml.safe_dump(inventory))
+    return inventory, direct
+
+
+def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_path):
+    hub = lab.api(lab.hub)
+    inventory, direct = unregistered_fleet(lab, tmp_path, "karmada", CLUSTERS)
     known = known_csrs(lab, "karmada", PULL)
     gate = SecondRunGate(45, ("GET", agent_kubeconfig_path()),
                          ("POST", "/api/v1/namespaces/%s/secrets" % karmada.AGENT_NAMESPACE))
@@ -623,15 +631,8 @@ def test_two_ocm_site_runs_at_once_join_each_member_once(lab, simulations, tmp_p
     """Both runs' hub plays look for the join token before either makes one, and both runs' joins of member2 read it
     before either writes its bootstrap kubeconfig: one token is made, member2's klusterlet bootstraps once (one CSR),
     and a third run changes nothing."""
-    hub = lab.api(lab.hub)
-    for name in (PUSH, PULL):
-        assert not hub.exists("%s/%s" % (MANAGED_CLUSTERS, name)), "the hub lists %s already: the lab is not clean" % name
+    inventory, direct = unregistered_fleet(lab, tmp_path, "ocm", MANAGED_CLUSTERS)
     assert join_tokens(lab) == [], "hub_init's join token is on the hub already: the lab is not clean"
-    with open(lab.inventory) as handle:
-        inventory = yaml.safe_load(handle)
-    inventory["all"]["vars"]["fleet_engine"] = "ocm"
-    direct = tmp_path / "ocm.yml"
-    direct.write_text(yaml.safe_dump(inventory))
     known = known_csrs(lab, "ocm", PULL)
     token_gate = SecondRunGate(15, ("GET", "/api/v1/namespaces/kube-system/secrets"),
                                ("POST", "/api/v1/namespaces/kube-system/secrets"))

@@ -88,11 +88,16 @@ def _decode(secret, key):
     return base64.b64decode(value) if value else None
 
 
+def _current_cluster(kubeconfig):
+    """The ``clusters`` entry (``name``, ``cluster``) of a kubeconfig's current context."""
+    config = yaml.safe_load(kubeconfig)
+    context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
+    return next(c for c in config["clusters"] if c["name"] == context["cluster"])
+
+
 def _hub_of(kubeconfig):
     """(server, CA data) of a kubeconfig's current cluster, as the operator compares them."""
-    config = yaml.safe_load(kubeconfig) or {}
-    context = next((c["context"] for c in config.get("contexts") or [] if c["name"] == config.get("current-context")), {})
-    cluster = next((c["cluster"] for c in config.get("clusters") or [] if c["name"] == context.get("cluster")), {})
+    cluster = _current_cluster(kubeconfig)["cluster"]
     return cluster.get("server"), cluster.get("certificate-authority-data")
 
 
@@ -268,9 +273,7 @@ class SimulatedKlusterlet(Simulation):
         key = serialization.load_pem_private_key(self._key_pem, None)
         if cert.public_key().public_numbers() != key.public_key().public_numbers():
             raise lab.LabError(f"the certificate of CSR {self.csr_name} does not match its private key")
-        bootstrap = yaml.safe_load(bootstrap_kubeconfig)
-        context = next(c["context"] for c in bootstrap["contexts"] if c["name"] == bootstrap["current-context"])
-        cluster = next(c for c in bootstrap["clusters"] if c["name"] == context["cluster"])
+        cluster = _current_cluster(bootstrap_kubeconfig)
         # As the agent builds it: the bootstrap cluster (server, CA, proxy-url), and the key pair as files next to it.
         kubeconfig = {
             "apiVersion": "v1", "kind": "Config",
