@@ -7,7 +7,9 @@ A join runs in this order (docs/architecture.md 4.3):
 
 1. Read only: the member's cluster id (its ``kube-system`` UID) and every Cluster on the hub. Any
    conflict (the member registered under another name, the name taken by another cluster, a Pull
-   cluster of that name) stops the run before anything is written.
+   cluster of that name) stops the run before anything is written. A run that creates the Cluster
+   first takes the member's registration Lease (one registration of a cluster at a time, whatever
+   its name) and reads the hub again under it; it gives the Lease back once the Cluster is written.
 2. Member: namespace, both ServiceAccounts, ClusterRole and ClusterRoleBinding, the token Secrets;
    then wait until Kubernetes' token controller has filled in both tokens.
 3. Hub: namespace, the Cluster, then the two Secrets, each written once and already carrying its
@@ -38,6 +40,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, k
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import RegistrationLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, MERGE_PATCH, NAMESPACE, SECRET, SERVICE_ACCOUNT, Outcome,
 )
@@ -178,31 +181,44 @@ def _credentials(member, member_outcomes, params, check_mode, hide):
             {karmada.TOKEN_KEY: impersonator_token.get(karmada.TOKEN_KEY) or PLANNED})
 
 
-def join(hub, member, params, check_mode=False, hide=lambda value: None):
+def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=lambda message: None):
     """Create or reconcile everything a Push member needs; return the module result.
 
     ``params`` holds the module options; ``hide(value)`` is called with every token read from the
     member so the caller can keep it out of any output. A failure after a write reports ``changed``
-    and names what this run wrote (:func:`resources.failed_after`).
+    and names what this run wrote (:func:`resources.failed_after`). A run that creates the Cluster holds
+    the member's :class:`RegistrationLock` until it has, and compares with the hub again under it.
     """
     validate(params)
     name, namespace = params["cluster_name"], params["cluster_namespace"]
     cluster_id = fleet.cluster_id(member)
     existing = registered_cluster(hub, name, cluster_id, member)
+    lock = None
+    if existing is None and not check_mode:
+        lock = RegistrationLock(member, name, unfinished="nothing more was written", interval=params.get("wait_sleep") or 1)
+        lock.acquire(params["wait_timeout"])
 
     member_outcomes, hub_outcomes = [], []
     groups = [("member", member_outcomes), ("hub", hub_outcomes)]
     try:
-        _ensure_member(member, name, namespace, check_mode, params["wait_timeout"], member_outcomes)
-        cluster_data, impersonator_data = _credentials(member, member_outcomes, params, check_mode, hide)
+        try:
+            if lock is not None:  # read again under the Lease: another run may have registered the member meanwhile
+                existing = registered_cluster(hub, name, cluster_id, member)
+            _ensure_member(member, name, namespace, check_mode, params["wait_timeout"], member_outcomes)
+            cluster_data, impersonator_data = _credentials(member, member_outcomes, params, check_mode, hide)
 
-        hub_outcomes.append(ensure_namespace(hub, namespace, check_mode, params["wait_timeout"]))
-        cluster_outcome = resources.ensure(hub, CLUSTER, desired_cluster(params, cluster_id, member, existing), check_mode)
-        hub_outcomes.append(cluster_outcome)
-        owner = cluster_outcome.after
-        for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
-            hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
-                                                 check_mode))
+            hub_outcomes.append(ensure_namespace(hub, namespace, check_mode, params["wait_timeout"]))
+            cluster_outcome = resources.ensure(hub, CLUSTER, desired_cluster(params, cluster_id, member, existing), check_mode)
+            hub_outcomes.append(cluster_outcome)
+            owner = cluster_outcome.after
+            for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
+                hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
+                                                     check_mode))
+        finally:
+            if lock is not None:
+                warning = lock.release()
+                if warning:
+                    warn(warning)
         cluster = cluster_outcome.after
         if params.get("wait") and not check_mode:
             cluster = _wait_until_ready(hub, name, params, cluster)

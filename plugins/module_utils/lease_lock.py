@@ -25,6 +25,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)
 LOCK_NAMESPACE = "kube-system"
 LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lease not renewed for this long is free
+REGISTRATION_LEASE = "multicluster-fleet-registration"
 
 
 def _now():
@@ -163,3 +164,13 @@ class LeaseLock:
         finally:
             self.lease = None
         return None
+
+
+class RegistrationLock(LeaseLock):
+    """Lease ``kube-system/multicluster-fleet-registration`` on the member cluster: one registration of a cluster at a
+    time, whatever name each run gives it, so that a second run reads what the first one wrote (the identity rule,
+    docs/architecture.md 3.2 and 3.3)."""
+
+    def __init__(self, member, cluster_name, unfinished="the agent kubeconfig was not written", **options):
+        super(RegistrationLock, self).__init__(member, REGISTRATION_LEASE, "registering cluster %s" % cluster_name,
+                                               unfinished=unfinished, **options)

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
 from ansible_collections.multicluster.fleet.plugins.module_utils import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 MANAGED_CLUSTER = Kind("cluster.open-cluster-management.io/v1", "ManagedCluster", "managedclusters", False)
 MANIFEST_WORK = Kind("work.open-cluster-management.io/v1", "ManifestWork", "manifestworks", True)
@@ -96,6 +97,7 @@ CLUSTER_NAME_MAX_LENGTH = 63
 AGENT_NAMESPACE = "open-cluster-management-agent"
 BOOTSTRAP_SECRET = "bootstrap-hub-kubeconfig"  # what join writes: the hub URL, its CA and the token
 HUB_KUBECONFIG_SECRET = "hub-kubeconfig-secret"  # what the registration agent writes once accepted
+KLUSTERLET_REGISTRATION_FIELDS = ("clusterName", "namespace", "externalServerURLs")  # the registration's, never the installer's
 EXTERNAL_MANAGED_KUBECONFIG_SECRET = "external-managed-kubeconfig"  # Hosted: how the agents reach the managed cluster
 KUBECONFIG_KEY = "kubeconfig"  # hub-kubeconfig-secret also holds tls.crt, tls.key, cluster-name and agent-name
 GRPC_CONFIG_KEY = "config.yaml"  # the grpc driver's bootstrap config in the bootstrap Secret
@@ -158,18 +160,34 @@ def external_managed_kubeconfig_secret(kubeconfig_text, namespace):
             "data": {KUBECONFIG_KEY: pki.b64(kubeconfig_text)}}
 
 
-def klusterlet(cluster_name, api_endpoint, placement, driver="csr"):
-    """The Klusterlet fields registration needs; images and resources belong to the agent installer.
+def validate_klusterlet_spec(fields):
+    """FleetError unless ``fields`` (option klusterlet_spec) leaves the registration fields to the registration."""
+    if not isinstance(fields, dict):
+        raise FleetError("klusterlet_spec must be a dict of Klusterlet spec fields, got %s" % type(fields).__name__)
+    taken = sorted(set(fields) & set(KLUSTERLET_REGISTRATION_FIELDS))
+    taken += ["%s.%s" % (parent, child) for parent, child in (("deployOption", "mode"),
+                                                              ("registrationConfiguration", "registrationDriver"))
+              if child in (fields.get(parent) or {})]
+    if taken:
+        raise FleetError("klusterlet_spec must not set %s: the registration writes them from cluster_name, api_endpoint, "
+                         "klusterlet_mode and registration_driver" % ", ".join(taken))
+
+
+def klusterlet(cluster_name, api_endpoint, placement, driver="csr", fields=None):
+    """The Klusterlet: the fields registration needs, over ``fields`` (the agent installer's: images, resources).
 
     ``deployOption.mode`` is written when ``placement`` names a mode: a Hosted Klusterlet is only right
-    with it.
+    with it. The registration writes the Klusterlet whole, so that its cluster name is only ever written
+    after the identity checks.
     """
-    spec = {
+    spec = dict(fields or {})
+    spec.update({
         "clusterName": cluster_name,
         "namespace": placement.spec_namespace,
         "externalServerURLs": [{"url": api_endpoint}],
-        "registrationConfiguration": {"registrationDriver": {"authType": driver}},
-    }
+        "registrationConfiguration": dict(spec.get("registrationConfiguration") or {},
+                                          registrationDriver={"authType": driver}),
+    })
     if placement.mode:
-        spec["deployOption"] = {"mode": placement.mode}
+        spec["deployOption"] = dict(spec.get("deployOption") or {}, mode=placement.mode)
     return {"metadata": {"name": placement.klusterlet}, "spec": spec}

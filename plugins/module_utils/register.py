@@ -18,9 +18,10 @@ reaches the hub for discovery, for the Karmada CSR and in the kubeconfig it stor
 the proxy's CA added to the hub CA). A changed proxy rewrites that kubeconfig; a Karmada agent keeps
 its certificate.
 
-One Karmada registration of a member at a time: a run that needs a certificate holds Lease
-``kube-system/multicluster-fleet-registration-<cluster>`` on the member (:class:`RegistrationLock`);
-a second run waits for it and then keeps the certificate the first one stored. The CSR's key is
+One registration of a member cluster at a time, whatever its name: a run that writes the member's
+credentials holds Lease ``kube-system/multicluster-fleet-registration`` on the member
+(:class:`~lease_lock.RegistrationLock`); a second run waits for it, then reads again and keeps what the
+first one stored - or refuses, when the first one registered the cluster under another name. The CSR's key is
 stored on the member before the CSR is posted, so that a run stopped half-way is resumed by the next
 one with the same CSR: each member gets one certificate.
 """
@@ -40,7 +41,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import accept, 
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, LOCK_NAMESPACE, LeaseLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, LOCK_NAMESPACE, REGISTRATION_LEASE, RegistrationLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
 ENGINES = ("karmada", "ocm")
@@ -49,7 +50,7 @@ DEFAULT_RENEW_BEFORE_DAYS = 30
 MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expirationSeconds
 DISCOVERY_RETRY_INTERVAL = 2.0
 PROXY_URL_SCHEMES = ("http", "https")  # the forward proxies the shared client (urllib3) reaches the hub through
-LOCK_PREFIX = "multicluster-fleet-registration-"
+IN_FLIGHT_PREFIX = "multicluster-fleet-registration-"
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
 KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
@@ -73,7 +74,7 @@ class Registration:
                  registration_driver="csr", grpc_server=None, grpc_ca_pem=None, force=False, wait_sleep=1, proxy_url=None,
                  proxy_ca_cert=None, proxy_server_address=None, wait=False, deploy_agent=False,
                  agent_image=karmada.DEFAULT_AGENT_IMAGE, agent_replicas=1, provider=None, region=None, zones=None,
-                 accept=False, allow_mode_change=False):
+                 accept=False, allow_mode_change=False, klusterlet_spec=None):
         if engine not in ENGINES:
             raise FleetError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
         if state not in STATES:
@@ -95,6 +96,12 @@ class Registration:
             raise FleetError("allow_mode_change is a Karmada setting (an OCM cluster has no Push or Pull mode); engine is %s"
                              % engine)
         self.allow_mode_change = bool(allow_mode_change)
+        if klusterlet_spec is not None:
+            if engine != "ocm":
+                raise FleetError("klusterlet_spec is an OCM setting (the Klusterlet's images and resources); engine is %s"
+                                 % engine)
+            ocm.validate_klusterlet_spec(klusterlet_spec)
+        self.klusterlet_spec = klusterlet_spec
         self.agent_image, self.agent_replicas = agent_image, agent_replicas
         self.provider, self.region, self.zones = provider or "", region or "", list(zones or [])
         self.wait = bool(wait)
@@ -402,28 +409,22 @@ def _refuse_another_karmada_agent(parts, name, doing):
 
 def _refuse_another_klusterlet(runtime, placement, name, doing):
     """FleetError when the Klusterlet this registration would use registers another cluster (none when the cluster does
-    not serve the Klusterlet API yet)."""
+    not serve the Klusterlet API yet); else the name it registers (None: no Klusterlet yet)."""
     current = resources.get(runtime, ocm.KLUSTERLET, placement.klusterlet)
     registered_as = ((current or {}).get("spec") or {}).get("clusterName")
     if registered_as and registered_as != name:
         raise FleetError("Klusterlet %s on %s registers cluster %s, not %s: refusing to %s another cluster "
                          "(unjoin %s first)" % (placement.klusterlet, runtime.label, registered_as, name, doing, registered_as))
+    return registered_as
 
 
-# --- one registration at a time ----------------------------------------------------------------------
+# --- a registration stopped half-way ------------------------------------------------------------------
 
 
-def lock_name(cluster_name):
-    """The name of the Lease of a registration of ``cluster_name``, and of the Secret of its CSR in flight."""
-    return LOCK_PREFIX + cluster_name
-
-
-class RegistrationLock(LeaseLock):
-    """Lease ``kube-system/multicluster-fleet-registration-<cluster>`` on the member: one registration at a time."""
-
-    def __init__(self, cluster, cluster_name, unfinished="the agent kubeconfig was not written", **options):
-        super(RegistrationLock, self).__init__(cluster, lock_name(cluster_name), "registering cluster %s" % cluster_name,
-                                               unfinished=unfinished, **options)
+def in_flight_name(cluster_name):
+    """The name of the Secret of the CSR in flight of a registration of ``cluster_name`` (and of the Lease of earlier
+    versions, which a stopped registration may have left)."""
+    return IN_FLIGHT_PREFIX + cluster_name
 
 
 # --- one name, one cluster ------------------------------------------------------------------------
@@ -520,13 +521,13 @@ def wait_for_certificate(hub, name, timeout, renew=None, interval=1.0):
 def _in_flight_secret(reg, server, name, request_pem, key_pem):
     """Secret ``kube-system/multicluster-fleet-registration-<cluster>``: the CSR a run posts, with its key."""
     data = {"csr-name": name, "hub-server": server, "csr.pem": request_pem, "tls.key": key_pem}
-    return {"metadata": {"name": lock_name(reg.cluster_name), "namespace": LOCK_NAMESPACE}, "type": "Opaque",
+    return {"metadata": {"name": in_flight_name(reg.cluster_name), "namespace": LOCK_NAMESPACE}, "type": "Opaque",
             "data": dict((key, pki.b64(value)) for key, value in data.items())}
 
 
 def _in_flight(member, reg, server=None):
     """``{csr-name, hub-server, csr.pem, tls.key}`` of the CSR an earlier run posted (to ``server`` when given), or None."""
-    stored = resources.get(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE)
+    stored = resources.get(member, SECRET, in_flight_name(reg.cluster_name), LOCK_NAMESPACE)
     values = dict((key, _secret_value(stored, key)) for key in ("csr-name", "hub-server", "csr.pem", "tls.key"))
     if stored is None or not all(values.values()) or server and values["hub-server"] != server:
         return None
@@ -534,7 +535,7 @@ def _in_flight(member, reg, server=None):
 
 
 def _forget_in_flight(member, reg):
-    return resources.delete(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE)
+    return resources.delete(member, SECRET, in_flight_name(reg.cluster_name), LOCK_NAMESPACE)
 
 
 def _refuse_foreign_csrs(hub, reg, own):
@@ -659,7 +660,7 @@ def _keep_karmada_credentials(member, hub, reg, report, stored, parts, result, c
                                          "unchanged", stored, stored))
     in_flight = _in_flight(member, reg)
     if in_flight and in_flight["tls.key"] == parts["client_key_pem"]:
-        report.add(member, resources.delete(member, SECRET, lock_name(reg.cluster_name), LOCK_NAMESPACE, check_mode))
+        report.add(member, resources.delete(member, SECRET, in_flight_name(reg.cluster_name), LOCK_NAMESPACE, check_mode))
     result.update(reason=None, hub_server=parts["server"], ca_pins=_hub_pins(reg, parts["ca_pem"]),
                   certificate_expiration=_certificate_expiration(parts["client_cert_pem"]))
     return report.result(**result)
@@ -754,7 +755,9 @@ def _karmada_present(member, hub, reg, report, check_mode, connect, discover_hub
         return report.result(**result)
     waited = result["waited_for"] = lock.acquire(reg.csr_wait_timeout)
     try:
-        # Read again under the Lease: another run may have registered the member since the first read.
+        # Read again under the Lease: another run may have registered the member since the first read, under this name
+        # or (refused here) another.
+        check_identity(member, hub, reg)
         stored, parts, problem = _stored_agent(member, reg)
         if problem is None:
             report.warnings.append(("waited for the registration of cluster %s by another run (%s, since %s), which"
@@ -852,9 +855,11 @@ def karmada_absent(member, hub, reg, check_mode=False):
         if member:
             for kind, obj_name, namespace in karmada.agent_member_objects():
                 report.delete(member, kind, obj_name, namespace, check_mode)
-            for kind in (SECRET, LEASE):  # what a registration that was stopped half-way left
-                if resources.get(member, kind, lock_name(name), LOCK_NAMESPACE) is not None:
-                    report.delete(member, kind, lock_name(name), LOCK_NAMESPACE, check_mode)
+            # What a registration that was stopped half-way left: its CSR in flight and its Lease (in version 1.0.0
+            # named like the Secret).
+            for kind, leftover in ((SECRET, in_flight_name(name)), (LEASE, in_flight_name(name)), (LEASE, REGISTRATION_LEASE)):
+                if resources.get(member, kind, leftover, LOCK_NAMESPACE) is not None:
+                    report.delete(member, kind, leftover, LOCK_NAMESPACE, check_mode)
             namespace = resources.get(member, NAMESPACE, karmada.AGENT_NAMESPACE)
             if ((namespace or {}).get("metadata", {}).get("labels") or {}).get(karmada.SYSTEM_LABEL) == "true":
                 report.delete(member, NAMESPACE, karmada.AGENT_NAMESPACE, check_mode=check_mode)
@@ -942,14 +947,14 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
 
     ``hub`` is not needed: the klusterlet registers itself. In Hosted modes everything is written to
     ``hosting``, with ``managed_kubeconfig`` (how the agents reach ``member``) in its own Secret. A run that writes
-    the bootstrap kubeconfig holds ``lock`` (default: a new :class:`RegistrationLock` on the cluster the klusterlet
-    runs on) while it decides and writes.
+    the bootstrap kubeconfig or a Klusterlet not yet registering this cluster holds ``lock`` (default: a new
+    :class:`RegistrationLock` on ``member``) while it decides and writes.
     """
     report = Report()
     placement = reg.placement
     runtime = hosting or member
     cluster_id = check_identity(member, hub, reg)
-    _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
+    registered_as = _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
     result = dict(engine="ocm", cluster_name=reg.cluster_name, cluster_id=cluster_id,
                   api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=None, certificate_expiration=None,
                   joined=False, hub_server=None, ca_pins=[], klusterlet=placement.klusterlet,
@@ -962,7 +967,7 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
         raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
                          "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
     expiration, problem = _stored_ocm_credentials(runtime, reg)
-    lock = lock or RegistrationLock(runtime, reg.cluster_name, unfinished="nothing more was written", interval=reg.wait_sleep)
+    lock = lock or RegistrationLock(member, reg.cluster_name, unfinished="nothing more was written", interval=reg.wait_sleep)
     result["waited_for"] = None
     if problem and check_mode:
         result["waited_for"] = lock.held_by_another()
@@ -970,12 +975,15 @@ def ocm_present(member, hub, reg, check_mode=False, discover_hub=bootstrap.disco
             report.warnings.append("a registration of cluster %s by another run (%s, since %s) is under way: a run now would "
                                    "wait for it and keep the bootstrap kubeconfig it wrote"
                                    % (reg.cluster_name, result["waited_for"]["holder"], result["waited_for"]["since"]))
-    elif problem:
+    elif problem or registered_as != reg.cluster_name and not check_mode:
         result["waited_for"] = lock.acquire(reg.wait_timeout)
-    klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver)
+    klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver,
+                                reg.klusterlet_spec)
     with report.failures_name_writes("written"):
         try:
-            if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile
+            if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile,
+                check_identity(member, hub, reg)  # under this name or (refused here) another
+                _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
                 expiration, problem = _stored_ocm_credentials(runtime, reg)
             result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
             if problem:

@@ -20,6 +20,9 @@ description:
     and C(<cluster>-impersonator), owned by the Cluster.
   - The member's cluster id is the UID of its C(kube-system) namespace. The module refuses to join a member that is
     already registered under another name, or under a name that another cluster uses, before it writes anything.
+    A run that creates the Cluster holds Lease C(kube-system/multicluster-fleet-registration) on the member until the
+    Cluster is written and compares with the hub again under it, so two runs (or two inventory hosts) that reach one
+    cluster under two names do not both join it - the second one waits and is refused.
   - Every step is a reconcile, so a run that failed half way is finished by running it again, and a changed option
     (region, zones, endpoint) or a rotated member token updates only the objects it affects.
   - With O(state=absent), deletes the Cluster and waits until Karmada's controller has released it, then deletes the
@@ -226,7 +229,7 @@ def run(module):
     hub = module.cluster()
     member = module.cluster(params["member"], name=params["cluster_name"], role="member") if params["member"] else None
     if params["state"] == "present":
-        return join(hub, member, params, module.check_mode, hide=module.no_log_values.add)
+        return join(hub, member, params, module.check_mode, hide=module.no_log_values.add, warn=module.warn)
     return unjoin(hub, member, params, module.check_mode, warn=module.warn)
 
 

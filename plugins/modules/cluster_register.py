@@ -26,11 +26,13 @@ description:
   - A member whose stored agent certificate is for this cluster, matches its key, was issued by the stored hub CA (one
     of O(ca_cert_hashes)), points at this hub and does not expire within O(renew_before) days is left unchanged - no
     new CSR, and the token is not used, so re-runs after the token expired still pass. Closer to expiry it is renewed.
-  - One Karmada registration of a member at a time, so that each member gets one certificate. A run that needs a
-    certificate holds Lease C(kube-system/multicluster-fleet-registration-<cluster>) on the member (taken after
-    discovery, renewed while the run waits, deleted at the end). Another run registering the same member meanwhile, for
-    example a second playbook run, waits for it (up to O(csr_wait_timeout) seconds, then fails naming the other run),
-    then keeps the certificate the first run stored - no second CSR - and says so in RV(waited_for) and a warning. The
+  - One Karmada registration of a member at a time, so that each member gets one certificate and one name. A run
+    that needs a certificate holds Lease C(kube-system/multicluster-fleet-registration) on the member (taken after
+    discovery, renewed while the run waits, deleted at the end). Another run registering the same cluster meanwhile,
+    for example a second playbook run, or another inventory host reaching it under another name, waits for it (up to
+    O(csr_wait_timeout) seconds, then fails naming the other run), then reads again - it keeps the certificate the
+    first run stored - no second CSR - and says so in RV(waited_for) and a warning; or, when that run registered the
+    cluster under another name, it fails naming it. The
     Lease of a run that was stopped is taken over once it was not renewed for 60 seconds.
   - The Karmada CSR and its private key are stored in Secret C(kube-system/multicluster-fleet-registration-<cluster>)
     on the member before the CSR is posted, and removed once the agent kubeconfig is written (or the CSR was refused).
@@ -43,12 +45,14 @@ description:
   - B(OCM) (O(engine=ocm)) - writes Secret C(open-cluster-management-agent/bootstrap-hub-kubeconfig) (cluster C(hub),
     user C(bootstrap), context C(bootstrap)) and the registration fields of Klusterlet C(klusterlet) (C(clusterName),
     C(namespace), C(externalServerURLs), the registration driver of O(registration_driver), and C(deployOption.mode)
-    when O(klusterlet_mode) is given). The klusterlet then creates its own CSR and ManagedCluster; accept them with
-    M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid certificate for this cluster (Secret
-    C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new token.
-  - One OCM join of a member at a time - a run that has to write the bootstrap Secret holds the same Lease on the
-    cluster the klusterlet runs on while it decides and writes (up to O(wait_timeout) seconds for another run's, then
-    it reads the member again), and a bootstrap Secret that differs from this run's only by a token the hub still
+    when O(klusterlet_mode) is given), with the fields of O(klusterlet_spec). The klusterlet then creates its own CSR
+    and ManagedCluster; accept them with M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid
+    certificate for this cluster (Secret C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a
+    new token.
+  - One OCM join of a member at a time - a run that has to write the bootstrap Secret, or a Klusterlet that does not
+    register this cluster yet, holds the same Lease on the member while it decides and writes (up to O(wait_timeout)
+    seconds for another run's, then it reads the member again and refuses a Klusterlet that registers another
+    cluster meanwhile), and a bootstrap Secret that differs from this run's only by a token the hub still
     accepts (another run's join token, checked by a SelfSubjectAccessReview) is kept - a new token would make the
     klusterlet bootstrap again with a second CSR.
   - OCM B(Hosted) mode (O(klusterlet_mode=Hosted) or V(SingletonHosted), with O(hosting)) - the klusterlet runs on
@@ -252,6 +256,16 @@ options:
         O(cluster_name) to 52 characters. O(hosting) is refused with the other modes.
     type: str
     choices: [Default, Singleton, Hosted, SingletonHosted]
+  klusterlet_spec:
+    description:
+      - Only for O(engine=ocm). The Klusterlet's other spec fields, written together with the registration fields, for example
+        C(registrationImagePullSpec), C(workImagePullSpec), C(imagePullSpec) and C(resourceRequirement) (what role
+        M(multicluster.fleet.agent_install) sets). The Klusterlet is written whole, after the identity checks, so the
+        operator never sees it without its cluster name.
+      - Must not set the registration fields (C(clusterName), C(namespace), C(externalServerURLs),
+        C(deployOption.mode), C(registrationConfiguration.registrationDriver)); they come from the other options.
+      - When omitted, fields set by others are kept.
+    type: dict
   managed_kubeconfig:
     description:
       - OCM Hosted mode only. Path to the kubeconfig the hosted agents use to reach the member (the managed cluster),
@@ -558,7 +572,7 @@ waited_for:
     lease:
       description: The Lease on the member.
       type: str
-      sample: Lease/kube-system/multicluster-fleet-registration-member2
+      sample: Lease/kube-system/multicluster-fleet-registration
 certificate_expiration:
   description: When the agent's client certificate expires (Karmada, or OCM once joined); null in check mode.
   returned: when O(state=present)
@@ -614,7 +628,7 @@ OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert
            "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
            "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
            "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait", "deploy_agent", "agent_image",
-           "agent_replicas", "provider", "region", "zones", "accept", "allow_mode_change")
+           "agent_replicas", "provider", "region", "zones", "accept", "allow_mode_change", "klusterlet_spec")
 
 
 def run(module):
@@ -662,6 +676,7 @@ def module_spec():
         wait_sleep=dict(type="int", default=5),
         force=dict(type="bool", default=False),
         klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
+        klusterlet_spec=dict(type="dict"),
         hosting=cluster_argument_spec(),
         managed_kubeconfig=dict(type="path"),
         registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),

@@ -24,7 +24,7 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, ocm, pki, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, register
 from apiproxy import ApiProxy
 from runner import COLLECTIONS, ROOT, recap_of
 
@@ -189,9 +189,8 @@ def pull_args(lab, join, **extra):
 def member_bookkeeping(lab, member):
     """What a Karmada registration keeps on the member besides the agent kubeconfig: the Lease and the CSR in flight."""
     api = lab.api(member)
-    name = register.lock_name(member)
-    return {"lease": api.exists("%s/%s" % (LEASES, name)),
-            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + name)}
+    return {"lease": api.exists("%s/%s" % (LEASES, lease_lock.REGISTRATION_LEASE)),
+            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + register.in_flight_name(member))}
 
 
 def agent_kubeconfig_path():
@@ -324,7 +323,7 @@ def test_a_pull_registration_whose_runner_was_killed_is_resumed_with_its_csr(lab
     assert resumed["rc"] == 0, resumed.get("msg")
     assert resumed["changed"] is True and resumed["csr_name"] == posted
     assert "hub CertificateSigningRequest/%s: unchanged" % posted in resumed["changes"]
-    assert resumed["waited_for"]["lease"] == "Lease/kube-system/" + register.lock_name(PULL)
+    assert resumed["waited_for"]["lease"] == "Lease/kube-system/" + lease_lock.REGISTRATION_LEASE
     assert new_csrs(lab, "karmada", PULL, known) == {posted: csrs.APPROVED}  # one CSR, no second approved one
     assert member_bookkeeping(lab, PULL) == {"lease": False, "in_flight": False}
     wait_for(lambda: cluster_ready(lab, PULL), "Cluster member2 Ready (the simulated karmada-agent)")
@@ -342,7 +341,7 @@ def test_a_rerun_after_a_run_stopped_between_approval_and_storing_does_not_wait_
     (posted,) = wait_for(lambda: new_csrs(lab, "karmada", PULL, known), "the CSR of member2")
     task.kill()
     approve(lab, "karmada", PULL)  # now as if the run had stopped between the approval and storing the certificate
-    lab.api(PULL).delete("%s/%s" % (LEASES, register.lock_name(PULL)))  # as if its Lease had run out since
+    lab.api(PULL).delete("%s/%s" % (LEASES, lease_lock.REGISTRATION_LEASE))  # as if its Lease had run out since
     variables = {"agent_install_engine": "karmada", "agent_install_cluster_name": PULL,
                  "agent_install_connection": auth(lab, PULL), "agent_install_hub": auth(lab, lab.hub),
                  "agent_install_hub_apiserver": join["hub_apiserver"], "agent_install_token": join["token"],
@@ -618,6 +617,63 @@ def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_p
     finally:
         code, stdout, stderr = start_playbook("detach.yml", str(direct)).output()
         assert code == 0, stdout[-5000:] + stderr[-2000:]
+
+
+# Per engine: the member read each registration makes before it takes the Lease, the first write under it, the hub's
+# list of members, and what the second registration finds under the Lease: the member's agent registered as the
+# winner, or (once the agent has registered) the hub's member of that name.
+ON_THE_HUB = "is already registered on the hub as {kind} '{winner}': refusing to register it again as '{loser}'"
+SAME_CLUSTER_TWICE = {
+    "karmada": (("GET", agent_kubeconfig_path()), ("POST", "/api/v1/namespaces/%s/secrets" % karmada.AGENT_NAMESPACE),
+                CLUSTERS, ("the member's agent kubeconfig belongs to system:karmada:agent:{winner}, not to cluster {loser}",
+                           ON_THE_HUB.replace("{kind}", "Cluster"))),
+    "ocm": (("GET", "/api/v1/namespaces/%s/secrets/%s" % (ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET)),
+            ("POST", "/api/v1/namespaces/%s/secrets" % ocm.AGENT_NAMESPACE), MANAGED_CLUSTERS,
+            ("registers cluster {winner}, not {loser}: refusing to join as another cluster",
+             ON_THE_HUB.replace("{kind}", "ManagedCluster"))),
+}
+
+
+@pytest.mark.parametrize("engine", sorted(SAME_CLUSTER_TWICE))
+def test_two_hosts_reaching_one_cluster_under_two_names_register_it_once(lab, simulations, tmp_path, engine):
+    """Host twin reaches member2's cluster as cluster twin, in the run that registers member2: both hosts read the member
+    before either writes (the gate), and the member's registration Lease lets one of them register it; the other one
+    waits, reads again and is refused, naming the winner, and the run fails."""
+    read, write, members_path, refusals = SAME_CLUSTER_TWICE[engine]
+    inventory, direct = unregistered_fleet(lab, tmp_path, engine, members_path)
+    gate = SecondRunGate(50, read, write)  # below the modules' read timeout (60 s)
+    try:
+        with ApiProxy(lab.clusters[PULL], gate) as proxy:
+            hosts = inventory["all"]["children"]["members"]["hosts"]
+            hosts[PULL].update(kubeconfig=proxy.kubeconfig(str(tmp_path / "member2.kubeconfig"), lab.clusters[PULL]["kubeconfig"]),
+                               agent_install_api_endpoint=lab.clusters[PULL]["server"])
+            hosts["twin"] = dict(hosts[PULL], cluster_name="twin")
+            twice = tmp_path / "twice.yml"
+            twice.write_text(yaml.safe_dump(inventory))
+            code, stdout, stderr = start_playbook("site.yml", str(twice)).output()
+        text = " ".join((stdout + stderr).split())
+        assert gate.overlapped, text[-5000:]
+        assert code != 0, text[-5000:]
+        (winner,) = registered_as(lab, members_path, (PULL, "twin"))
+        loser = ({PULL, "twin"} - {winner}).pop()
+        assert any(refusal.format(winner=winner, loser=loser) in text for refusal in refusals), text[-5000:]
+        failed = {host: counts["failed"] for host, counts in recap_of(stdout).items() if counts["failed"]}
+        assert failed == {loser: 1}, text[-5000:]
+    finally:
+        for name in registered_as(lab, members_path, (PULL, "twin")) or [PULL]:  # detach the cluster by its name
+            with open(direct) as handle:
+                inventory = yaml.safe_load(handle)
+            inventory["all"]["children"]["members"]["hosts"][PULL]["cluster_name"] = name
+            named = tmp_path / ("detach-%s.yml" % name)
+            named.write_text(yaml.safe_dump(inventory))
+            code, stdout, stderr = start_playbook("detach.yml", str(named)).output()
+            assert code == 0, stdout[-5000:] + stderr[-2000:]
+
+
+def registered_as(lab, members_path, names):
+    """Which of ``names`` the hub lists as members."""
+    listed = [m["metadata"]["name"] for m in lab.api(lab.hub).get(members_path)["items"]]
+    return [name for name in names if name in listed]
 
 
 def join_tokens(lab):

@@ -30,9 +30,9 @@ the finalizers on the ManagedCluster, and on ``hubAcceptsClient: true`` creates 
 ``<cluster>``, the cluster's ClusterRole/ClusterRoleBinding and RoleBindings, the lease, and sets
 ``HubAcceptedManagedCluster``; when the lease is not renewed for five lease durations it sets
 ``ManagedClusterConditionAvailable`` to Unknown. Unlike the real controller it only looks after the
-clusters it is given, so that tests sharing a hub do not see each other's objects changed, and, with
-``own_klusterlet``, after the cluster the hub's own Klusterlet ``klusterlet`` names (a hub registered
-with itself, ``local-cluster``) from when it first sees it. On deletion of a ManagedCluster it removes
+clusters it is given, so that tests sharing a hub do not see each other's objects changed, and after
+the clusters the Klusterlets ``klusterlet`` of the lab clusters in ``learn_from`` name (a hub registered
+with itself, ``local-cluster``; a member registered under another name) from when it first sees them. On deletion of a ManagedCluster it removes
 the cluster's RBAC and lease, then its finalizers.
 
 Command line (both parts for one member until interrupted)::
@@ -340,22 +340,22 @@ class SimulatedRegistrationController(Simulation):
 
     name = "registration-controller"
 
-    def __init__(self, fleet, clusters, interval=1.0, own_klusterlet=False):
+    def __init__(self, fleet, clusters, interval=1.0, learn_from=()):
         super().__init__(interval)
         self.hub = fleet.api(fleet.hub)
         self.clusters = list(clusters)
-        self.own_klusterlet = own_klusterlet
+        self.learn_from = [fleet.api(name) for name in learn_from]
 
-    def _learn_own_cluster(self):
-        """Add the cluster the hub's own klusterlet registers as; kept after its Klusterlet is gone, for the cleanup."""
-        name = ((get_or_none(self.hub, f"{KLUSTERLETS}/klusterlet") or {}).get("spec") or {}).get("clusterName")
-        if name and name not in self.clusters:
-            self.clusters.append(name)
+    def _learn_clusters(self):
+        """Add the clusters the Klusterlets of ``learn_from`` register as; kept after a Klusterlet is gone, for the cleanup."""
+        for api in self.learn_from:
+            name = ((get_or_none(api, f"{KLUSTERLETS}/klusterlet") or {}).get("spec") or {}).get("clusterName")
+            if name and name not in self.clusters:
+                self.clusters.append(name)
 
     def sync(self):
         self._install_cluster_manager_roles()
-        if self.own_klusterlet:
-            self._learn_own_cluster()
+        self._learn_clusters()
         for name in self.clusters:
             managed = get_or_none(self.hub, f"{MANAGED_CLUSTERS}/{name}")
             if managed is None:

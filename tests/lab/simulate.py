@@ -69,7 +69,7 @@ def simulations(lab, interval=0.5, hosted=True):
     served = dict((member, lab.clusters[member]) for member in members)
     return sim_operators.simulations_for(lab, interval) + agents + [
         sim_karmada.ClusterStatusSimulation(hub),
-        sim_klusterlet.SimulatedRegistrationController(lab, members, own_klusterlet=True),
+        sim_klusterlet.SimulatedRegistrationController(lab, members, learn_from=list(lab.clusters)),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "ocm", served),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "karmada", served),
         sim_addon.PlacementController(hub, interval),

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.multicluster.fleet.plugins.module_utils import join, karmada, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, NAMESPACE, SECRET, SERVICE_ACCOUNT,
 )
@@ -325,6 +326,31 @@ class TestRefusals:
         with pytest.raises(FleetError, match="already registered on the hub as Cluster 'east'"):
             join.join(hub, member, params(cluster_name="west"))
         assert hub.writes() == [] and member.writes() == []
+
+    def test_another_run_that_registers_the_member_meanwhile_is_seen_under_the_lease(self, hub, member):
+        """Two hosts reaching one cluster under two new names: the second reads the hub again once it holds the
+        member's registration Lease, and finds the first one's Cluster."""
+        take_lease = member.request
+
+        def request(method, path, body=None, query=None, content_type="application/json", timeout=None):
+            if method == "POST" and path == LEASE.path("kube-system"):  # the other run's join finished just before
+                hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Push", "id": MEMBER_ID}})
+            return take_lease(method, path, body, query, content_type, timeout)
+        member.request = request
+        with pytest.raises(FleetError, match="already registered on the hub as Cluster 'east': refusing to register it "
+                                             "again as 'west'"):
+            join.join(hub, member, params(cluster_name="west"))
+        assert member.writes() == [("POST", LEASE.path("kube-system")),
+                                   ("DELETE", LEASE.path("kube-system", "multicluster-fleet-registration"))]
+        assert hub.writes() == []
+
+    def test_a_new_cluster_is_written_under_the_lease_and_a_rerun_takes_none(self, hub, member):
+        join.join(hub, member, params())
+        writes = member.writes()
+        assert writes[0] == ("POST", LEASE.path("kube-system"))
+        assert writes[-1] == ("DELETE", LEASE.path("kube-system", "multicluster-fleet-registration"))
+        member.calls[:] = []
+        assert not join.join(hub, member, params())["changed"] and member.writes() == []
 
     def test_name_taken_by_another_cluster(self, hub, member):
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Push", "id": "other-id"}})

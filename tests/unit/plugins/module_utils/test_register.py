@@ -631,6 +631,40 @@ def test_ocm_join_writes_bootstrap_kubeconfig_and_klusterlet(ca, pin):
     assert again["changed"] is False
 
 
+def test_ocm_join_writes_the_klusterlet_whole_with_the_installers_fields(ca, pin):
+    member = FakeCluster("member")
+    installer = {"registrationImagePullSpec": "quay.io/ocm/registration:v1", "imagePullSpec": "quay.io/ocm/operator:v1",
+                 "resourceRequirement": {"type": "Default", "resourceRequirements": None},
+                 "registrationConfiguration": {"clientCertExpirationSeconds": 86400}, "deployOption": {"other": 1}}
+    request = reg("ocm", ca_cert_hashes=[pin], klusterlet_mode="Singleton", klusterlet_spec=installer)
+    register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))
+    spec = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]["spec"]
+    assert spec == {"clusterName": CLUSTER, "namespace": "open-cluster-management-agent",
+                    "externalServerURLs": [{"url": "https://fake"}],
+                    "registrationConfiguration": {"clientCertExpirationSeconds": 86400,
+                                                  "registrationDriver": {"authType": "csr"}},
+                    "deployOption": {"other": 1, "mode": "Singleton"},
+                    "registrationImagePullSpec": "quay.io/ocm/registration:v1", "imagePullSpec": "quay.io/ocm/operator:v1",
+                    "resourceRequirement": {"type": "Default", "resourceRequirements": None}}
+    assert installer == {"registrationImagePullSpec": "quay.io/ocm/registration:v1", "imagePullSpec": "quay.io/ocm/operator:v1",
+                         "resourceRequirement": {"type": "Default", "resourceRequirements": None},
+                         "registrationConfiguration": {"clientCertExpirationSeconds": 86400},
+                         "deployOption": {"other": 1}}  # the option itself is left as given
+    assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
+
+
+@pytest.mark.parametrize("engine, spec, message", [
+    ("ocm", {"clusterName": "member2"}, "klusterlet_spec must not set clusterName: the registration writes them"),
+    ("ocm", {"namespace": "x", "externalServerURLs": []}, "must not set externalServerURLs, namespace:"),
+    ("ocm", {"deployOption": {"mode": "Hosted"}}, "must not set deployOption.mode:"),
+    ("ocm", {"registrationConfiguration": {"registrationDriver": {}}}, "must not set registrationConfiguration.registrationDriver:"),
+    ("karmada", {"imagePullSpec": "x"}, "klusterlet_spec is an OCM setting"),
+])
+def test_klusterlet_spec_leaves_the_registration_fields_to_the_registration(engine, spec, message):
+    with pytest.raises(FleetError, match=message):
+        reg(engine, klusterlet_spec=spec)
+
+
 def test_ocm_joined_member_keeps_its_bootstrap_secret_for_a_new_token(ca, pin):
     member = FakeCluster("member")
     register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin]), discover_hub=FakeDiscovery(ca))

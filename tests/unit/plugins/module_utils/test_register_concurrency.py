@@ -22,7 +22,7 @@ from test_register import AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKE
 UTC = datetime.timezone.utc
 START = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 REAL_WAIT_UNTIL = register.resources.wait_until
-LEASE_PATH = lease_lock.LEASE.path("kube-system", "multicluster-fleet-registration-member1")
+LEASE_PATH = lease_lock.LEASE.path("kube-system", "multicluster-fleet-registration")
 IN_FLIGHT_PATH = SECRET.path("kube-system", "multicluster-fleet-registration-member1")
 
 
@@ -80,12 +80,12 @@ def time_(monkeypatch):
 
 
 def lock_of(cluster, time_, holder="runner-b"):
-    return register.RegistrationLock(cluster, CLUSTER, holder=holder, interval=2, now=time_.wall, clock=time_.clock, sleep=time_.sleep)
+    return lease_lock.RegistrationLock(cluster, CLUSTER, holder=holder, interval=2, now=time_.wall, clock=time_.clock, sleep=time_.sleep)
 
 
 def hold(member, holder, renewed, duration=lease_lock.LEASE_DURATION_SECONDS):
     """Another run's Lease, last renewed at ``renewed``."""
-    return member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
+    return member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration", "namespace": "kube-system"},
                                          "spec": {"holderIdentity": holder, "leaseDurationSeconds": duration,
                                                   "acquireTime": lease_lock.micro_time(renewed - datetime.timedelta(seconds=5)),
                                                   "renewTime": lease_lock.micro_time(renewed), "leaseTransitions": 0}})
@@ -111,7 +111,7 @@ def test_a_free_lease_is_taken_and_given_back(time_):
 
 
 def test_the_default_holder_names_this_run():
-    first, second = register.RegistrationLock(Member(), CLUSTER), register.RegistrationLock(Member(), CLUSTER)
+    first, second = lease_lock.RegistrationLock(Member(), CLUSTER), lease_lock.RegistrationLock(Member(), CLUSTER)
     host, pid, random_part = first.holder.split("/")
     assert host and int(pid) > 0 and len(random_part) == 8 and first.holder != second.holder
 
@@ -122,7 +122,7 @@ def test_a_held_lease_is_waited_for_until_released(time_):
     time_.actions = [lambda: None, lambda: member.objects.pop(LEASE_PATH)]  # runner-a finishes during the second nap
     waited = lock_of(member, time_).acquire(timeout=30)
     assert waited == {"holder": "runner-a", "since": "2030-01-02T03:04:00.000000Z",
-                      "lease": "Lease/kube-system/multicluster-fleet-registration-member1"}
+                      "lease": "Lease/kube-system/multicluster-fleet-registration"}
     assert time_.naps == [2, 2]
     assert member.objects[LEASE_PATH]["spec"]["holderIdentity"] == "runner-b"
 
@@ -134,7 +134,7 @@ def test_a_lease_held_past_the_timeout_fails_naming_the_other_run(time_):
         lock_of(member, time_).acquire(timeout=7)
     assert exc_info.value.msg == (
         "cluster 'member' (https://fake): another run (runner-a) has been registering cluster member1 since "
-        "2030-01-02T03:20:40.000000Z and still held Lease/kube-system/multicluster-fleet-registration-member1 after 7s: run "
+        "2030-01-02T03:20:40.000000Z and still held Lease/kube-system/multicluster-fleet-registration after 7s: run "
         "again once it has finished (the Lease of a run that was stopped expires 60s after its last renewal)")
     assert exc_info.value.details["waited_for"]["holder"] == "runner-a"
     assert sum(time_.naps) >= 7 and writes(member) == []
@@ -154,7 +154,7 @@ def test_an_expired_lease_is_taken_over_guarded_by_its_resource_version(time_):
 @pytest.mark.parametrize("spec", [{"holderIdentity": ""}, {"holderIdentity": "x", "renewTime": "garbage"}])
 def test_a_lease_without_holder_or_time_is_free(time_, spec):
     member = Member()
-    member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration-member1", "namespace": "kube-system"},
+    member.add(lease_lock.LEASE, {"metadata": {"name": "multicluster-fleet-registration", "namespace": "kube-system"},
                                   "spec": spec})
     assert lock_of(member, time_).acquire(timeout=0) is None
     assert member.objects[LEASE_PATH]["spec"]["holderIdentity"] == "runner-b"
@@ -192,7 +192,7 @@ def test_the_lease_is_renewed_every_third_of_its_duration_and_can_be_lost(time_)
     # not renewed for longer than its duration: runner-c took it over
     member.objects[LEASE_PATH]["spec"]["holderIdentity"] = "runner-c"
     member.objects[LEASE_PATH]["metadata"]["resourceVersion"] = "999"
-    with pytest.raises(FleetError, match=r"this run lost Lease/kube-system/multicluster-fleet-registration-member1 to "
+    with pytest.raises(FleetError, match=r"this run lost Lease/kube-system/multicluster-fleet-registration to "
                                          r"runner-c \(it was not renewed for 60s\)"):
         lock.renew(force=True)
     assert lock.release() is None and member.objects[LEASE_PATH]["spec"]["holderIdentity"] == "runner-c"
@@ -274,6 +274,24 @@ def test_a_run_that_finished_between_the_first_read_and_the_lease_is_not_registe
     assert LEASE_PATH not in member.objects
 
 
+def test_a_second_run_under_another_name_waits_and_is_refused(ca, time_):
+    """Two hosts reaching one cluster under two new names: the Lease is the cluster's, not the name's."""
+    member, bootstrap_hub = Member(), BootstrapHub(ca)
+    hold(member, "runner-a", START)
+
+    def runner_a_finishes():  # runner-a registers the cluster as member1 and gives the Lease back
+        member.objects.pop(LEASE_PATH)
+        register.karmada_present(member, None, reg(), connect=connector(bootstrap_hub), discover_hub=FakeDiscovery(ca),
+                                 lock=lock_of(member, Time(), "runner-a"))
+    time_.actions = [runner_a_finishes]
+    with pytest.raises(FleetError, match="the member's agent kubeconfig belongs to system:karmada:agent:member1, not to "
+                                         "cluster twin: refusing to replace another cluster's agent"):
+        register_karmada(member, None, bootstrap_hub, time_, request=reg(cluster_name="twin"))
+    assert len(bootstrap_hub.posted) == 1 and time_.naps == [2]  # runner-a's CSR only
+    assert LEASE_PATH not in member.objects and SECRET.path("kube-system", "multicluster-fleet-registration-twin") \
+        not in member.objects
+
+
 def test_a_second_run_registers_when_the_first_one_failed(ca, time_):
     member, bootstrap_hub = Member(), BootstrapHub(ca)
     hold(member, "runner-a", START)
@@ -325,7 +343,7 @@ def test_a_run_that_lost_its_lease_while_waiting_writes_no_kubeconfig(ca, time_)
                 member.objects[LEASE_PATH]["spec"]["holderIdentity"] = "runner-c"
                 member.objects[LEASE_PATH]["metadata"]["resourceVersion"] = "999"
             return super().request(method, path, body, query, content_type, timeout)
-    with pytest.raises(FleetError, match="this run lost Lease/kube-system/multicluster-fleet-registration-member1 to runner-c"):
+    with pytest.raises(FleetError, match="this run lost Lease/kube-system/multicluster-fleet-registration to runner-c"):
         register_karmada(member, None, TakenOver(ca), time_)
     assert sorted(member.objects) == [IN_FLIGHT_PATH, LEASE_PATH]  # runner-c's Lease; the CSR for runner-c to resume
 
@@ -627,7 +645,7 @@ def test_unregister_removes_what_a_stopped_registration_left(ca, time_):
     hold(member, "runner-killed", START - datetime.timedelta(hours=1))
     result = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
     assert result["changes"][-2:] == ["member Secret/kube-system/multicluster-fleet-registration-member1: deleted",
-                                      "member Lease/kube-system/multicluster-fleet-registration-member1: deleted"]
+                                      "member Lease/kube-system/multicluster-fleet-registration: deleted"]
     assert member.objects == {}
     again = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
     assert not [c for c in again["changes"] if "kube-system" in c]
@@ -648,7 +666,7 @@ def test_not_found_is_no_reason_to_give_up_a_lease(time_):
     lock = lock_of(member, time_)
     lock.acquire(timeout=0)
     member.objects.pop(LEASE_PATH)
-    with pytest.raises(FleetError, match="lost Lease/kube-system/multicluster-fleet-registration-member1 to nobody"):
+    with pytest.raises(FleetError, match="lost Lease/kube-system/multicluster-fleet-registration to nobody"):
         lock.renew(force=True)
 
 
@@ -685,7 +703,7 @@ def ocm_member(ca):
 
 def join_again(ca, member, hub, time_, token=OTHER_TOKEN, **options):
     seen = []
-    lock = register.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, now=time_.wall, clock=time_.clock,
+    lock = lease_lock.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, now=time_.wall, clock=time_.clock,
                                      sleep=time_.sleep)
     result = register.ocm_present(member, None, reg("ocm", token=token, **options), discover_hub=FakeDiscovery(ca),
                                   connect=connector(hub, seen), lock=lock)
@@ -731,9 +749,39 @@ def test_a_second_ocm_join_waits_for_the_first_and_keeps_what_it_wrote(ca, time_
     time_.actions.append(first_run_finishes)
     result, dummy = join_again(ca, member, ReviewingHub(), time_)
     assert result["waited_for"] == {"holder": "runner-a", "since": "2030-01-02T03:04:00.000000Z",
-                                    "lease": "Lease/kube-system/multicluster-fleet-registration-member1"}
+                                    "lease": "Lease/kube-system/multicluster-fleet-registration"}
     assert bootstrap_token(member) == TOKEN and not result["changed"] and LEASE_PATH not in member.objects
     assert time_.naps == [2]
+
+
+def test_a_second_ocm_join_under_another_name_waits_and_is_refused(ca, time_):
+    member = Member()
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
+    hold(member, "runner-a", START)
+
+    def first_run_finishes():  # runner-a joins the cluster as member1 and gives the Lease back
+        member.objects.pop(LEASE_PATH)
+        register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+    time_.actions.append(first_run_finishes)
+    with pytest.raises(FleetError, match="Klusterlet klusterlet on cluster 'member' .* registers cluster member1, not "
+                                         "twin: refusing to join as another cluster"):
+        join_again(ca, member, ReviewingHub(), time_, cluster_name="twin")
+    klusterlet = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]
+    assert klusterlet["spec"]["clusterName"] == CLUSTER and bootstrap_token(member) == TOKEN
+    assert LEASE_PATH not in member.objects
+
+
+def test_an_ocm_join_takes_the_lease_to_write_a_klusterlet_beside_a_good_bootstrap_kubeconfig(ca, time_):
+    """Another run may have written the bootstrap kubeconfig and not yet its Klusterlet: the Lease still decides."""
+    member = ocm_member(ca)
+    member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
+    member.calls[:] = []
+    result, dummy = join_again(ca, member, ReviewingHub(), time_, token=TOKEN)
+    order = writes(member)
+    assert order[0] == ("POST", lease_lock.LEASE.path("kube-system")) and order[-1] == ("DELETE", LEASE_PATH)
+    assert result["changed"] and bootstrap_token(member) == TOKEN
+    assert "member Klusterlet/klusterlet: created" in result["changes"]
 
 
 def test_the_ocm_join_lease_is_held_while_writing_and_given_back_before_waiting(ca, time_):
