@@ -283,12 +283,11 @@ def present(module, cluster, ttl_seconds):
         info = done["info"]
         result = dict(changed=done["action"] != "unchanged", token=done["token"], token_id=info["token_id"],
                       expiration=info["expiration"], usages=info["usages"], groups=info["groups"],
-                      description=info["description"], reasons=done["reasons"], objects=[done["summary"]])
-        if module._diff:
-            result["diff"] = done["diff"]
+                      description=info["description"], reasons=done["reasons"], objects=[done["summary"]],
+                      diff=done["diff"])
     server, pins = hub.hub_endpoint(cluster, params["hub_apiserver"])
     if not pins and params["engine"] == "karmada":
-        module.warn("no CA certificate is known for the hub, so no --discovery-token-ca-cert-hash can be given")
+        result["warnings"] = ["no CA certificate is known for the hub, so no --discovery-token-ca-cert-hash can be given"]
     result.update(hub_apiserver=server, ca_cert_hashes=pins,
                   cli_command=cli_command(params["engine"], result["token"], server, pins) if result["token"] else None)
     return result
@@ -314,11 +313,8 @@ def run(module):
     if not params["token"] and not params["token_id"]:
         raise FleetError("state=absent needs the token or the token_id to delete")
     done = tokens.delete_token(cluster, params["token"] or params["token_id"], module.check_mode)
-    result = dict(changed=done["action"] == "deleted", token=None, token_id=done["token_id"], expiration=None,
-                  objects=[done["summary"]])
-    if module._diff:
-        result["diff"] = done["diff"]
-    return result
+    return dict(changed=done["action"] == "deleted", token=None, token_id=done["token_id"], expiration=None,
+                objects=[done["summary"]], diff=done["diff"])
 
 
 def module_spec():

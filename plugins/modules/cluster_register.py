@@ -627,10 +627,7 @@ def run(module):
         managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
                                                     params["host"], client.describe(params["cluster_name"]))
     member = module.cluster(name=params["cluster_name"])
-    result = register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    return result
+    return register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
 
 
 def module_spec():

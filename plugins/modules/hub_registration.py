@@ -192,18 +192,10 @@ def run(module):
                          " (registrationConfiguration.autoApproveUsers)")
     cluster = module.cluster()
     if params["state"] == "absent":
-        result = hub.remove_registration(cluster, params["engine"], module.check_mode)
-    else:
-        ca_pem = read_ca(params["hub_ca_cert"]) if params["hub_ca_cert"] else None
-        result = hub.ensure_registration(cluster, params["engine"], params["hub_apiserver"], ca_pem,
-                                         params["csr_auto_approval"] is not False, params["update_cluster_info"],
-                                         module.check_mode)
-        for warning in result.pop("warnings"):
-            module.warn(warning)
-    diffs = result.pop("diffs")
-    if module._diff and diffs:
-        result["diff"] = diffs
-    return result
+        return hub.remove_registration(cluster, params["engine"], module.check_mode)
+    ca_pem = read_ca(params["hub_ca_cert"]) if params["hub_ca_cert"] else None
+    return hub.ensure_registration(cluster, params["engine"], params["hub_apiserver"], ca_pem,
+                                   params["csr_auto_approval"] is not False, params["update_cluster_info"], module.check_mode)
 
 
 def module_spec():
