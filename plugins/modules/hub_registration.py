@@ -58,8 +58,8 @@ options:
     type: path
   csr_auto_approval:
     description:
-      - Karmada only. Whether Karmada's agent CSR approver may approve the CSRs of bootstrap tokens and the
-        renewals of registered agents. Without it, CSRs wait for M(multicluster.fleet.csr_accept).
+      - Only for O(engine=karmada). Whether Karmada's agent CSR approver may approve the CSRs of bootstrap tokens and
+        the renewals of registered agents. Without it, CSRs wait for M(multicluster.fleet.csr_accept).
       - Default V(true) for Karmada. OCM configures automatic approval in its ClusterManager instead, so
         setting this for O(engine=ocm) is an error.
     type: bool

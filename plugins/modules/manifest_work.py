@@ -81,7 +81,8 @@ options:
       propagation_policy:
         description:
           - V(Foreground) deletes the applied objects (the default of both engines); V(Orphan) leaves them on the
-            member; V(SelectivelyOrphan) (OCM only) leaves those matching O(delete_option.orphaning_rules).
+            member; V(SelectivelyOrphan) (only for O(engine=ocm)) leaves those matching
+            O(delete_option.orphaning_rules).
         type: str
         choices: [Foreground, Orphan, SelectivelyOrphan]
         default: Foreground
@@ -109,7 +110,7 @@ options:
             default: ""
   manifest_configs:
     description:
-      - OCM only - per-object settings of the work agent (C(spec.manifestConfigs)).
+      - Only for O(engine=ocm) - per-object settings of the work agent (C(spec.manifestConfigs)).
     type: list
     elements: dict
     suboptions:

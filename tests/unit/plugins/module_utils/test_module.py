@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.plugin_utils.module_in_worker import run_module
 
 DIFF = [{"before": {}, "after": {"data": {"a": "1"}}, "before_header": "ConfigMap/default/x",
@@ -99,3 +100,18 @@ def test_the_logic_result_is_not_changed_in_place():
 
     run_module(Keeps(None), {"name": "x"}, {"_ansible_diff": False})
     assert returned == dict(changed=True, diff=DIFF, warnings=["w"])
+
+
+REGISTER = dict(engine="ocm", cluster_name="east", hub_apiserver="https://hub.example:6443", token="abcdef.0123456789abcdef")
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(klusterlet_mode="Hosted"), "klusterlet_mode is Hosted but all of the following are missing: hosting"),
+    (dict(klusterlet_mode="SingletonHosted", state="absent"),
+     "klusterlet_mode is SingletonHosted but all of the following are missing: hosting"),
+    (dict(proxy_ca_cert="/etc/fleet/proxy-ca.pem"), "missing parameter(s) required by 'proxy_ca_cert': proxy_url"),
+])
+def test_option_rules_of_cluster_register_are_in_its_argument_spec(options, message):
+    """Refused by the argument validation (what ansible-doc and validate-modules read), before any connection."""
+    done = run_module(cluster_register, dict(REGISTER, **options), {"_ansible_module_name": "cluster_register"})
+    assert done["failed"] and done["msg"] == message
