@@ -324,7 +324,7 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
 
     ``hub_apiserver`` (default: the hub connection's server) and ``ca_pem`` (default: the CA that
     verifies the hub connection) are what cluster-info publishes. Result keys: ``changed``,
-    ``objects`` ("Kind/ns/name: action" for every object), ``diffs`` (one per changed object),
+    ``objects`` ("Kind/ns/name: action" for every object), ``diff`` (one per changed object),
     ``cluster_info`` (see :func:`ensure_cluster_info`), ``warnings``, ``hub_apiserver``,
     ``ca_cert_hashes`` (the pins of ``ca_pem``) and ``grpc`` (:func:`grpc_endpoint`, OCM).
     """
@@ -404,4 +404,4 @@ def _result(outcomes, **extra):
             diff = outcome.diff()
             diff.update(before_header=outcome.ref, after_header=outcome.ref)
             diffs.append(diff)
-    return dict(changed=any(o.changed for o in outcomes), objects=[o.summary() for o in outcomes], diffs=diffs, **extra)
+    return dict(changed=any(o.changed for o in outcomes), objects=[o.summary() for o in outcomes], diff=diffs, **extra)

@@ -4,9 +4,9 @@
 """The one Ansible-facing wrapper every module of this collection uses.
 
 It adds the authentication options (kubernetes.core's names; ``K8S_AUTH_*`` environment variables
-by the collection's credential rule, see :func:`client.connection_options`), turns
-:class:`FleetError` into ``fail_json`` with the message and details, and hands out the
-process-wide cluster connections.
+by the collection's credential rule, see :func:`client.connection_options`), keeps the result
+contract of every module (:meth:`FleetModuleBase.run`: warnings, diff mode, :class:`FleetError`
+into ``fail_json`` with the message and details), and hands out the process-wide cluster connections.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -116,14 +116,32 @@ class FleetModuleBase(object):
         return client.get_cluster(client.connection_options(auth, environment=False), name, role or "member")
 
     def run(self, logic):
-        """Call ``logic(self)`` and exit with the dict it returns, or fail with a clear message."""
+        """Call ``logic(self)`` and exit with the result it returns, or fail with a clear message.
+
+        The result contract of every module is kept here, not in the modules: ``logic`` returns a plain result, or
+        raises :class:`FleetError` whose ``details`` are the keys of the failed result. In either, ``warnings`` (a list
+        of messages) are reported as the module's warnings, and ``diff`` is returned in diff mode only. A failure
+        after writes carries ``changed`` and what was written in its details (:func:`resources.failed_after`), which
+        the failed result keeps.
+        """
         try:
             result = logic(self)
         except FleetError as exc:
-            self.fail_json(msg=exc.msg, **exc.details)
+            self.fail_json(msg=exc.msg, **self._reported(exc.details))
         except Exception as exc:  # a bug: still a message, the traceback only with -vvv
             self.fail_json(msg="unexpected error: %s: %s" % (type(exc).__name__, exc), exception=traceback.format_exc())
-        self.exit_json(**result)
+        self.exit_json(**self._reported(result))
+
+    def _reported(self, result):
+        """``result`` as the module reports it: its ``warnings`` given to :meth:`warn`, its ``diff`` kept in diff mode
+        only."""
+        result = dict(result)
+        for warning in result.pop("warnings", None) or ():
+            self.warn(warning)
+        diff = result.pop("diff", None)
+        if self._diff and diff is not None:
+            result["diff"] = diff
+        return result
 
 
 class FleetModule(FleetModuleBase, AnsibleModule):

@@ -367,15 +367,9 @@ def run(module):
     resources.check_wait_options(params)
     hub = module.cluster()
     if params["state"] == "absent":
-        result = addon.absent(hub, params["name"], [c["name"] for c in params["clusters"] or []], module.check_mode,
-                              params["wait"], params["wait_timeout"], params["wait_sleep"])
-    else:
-        result = addon.present(hub, params, module.check_mode, params["wait"], params["wait_timeout"], params["wait_sleep"])
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    if not module._diff:
-        result.pop("diff")
-    return result
+        return addon.absent(hub, params["name"], [c["name"] for c in params["clusters"] or []], module.check_mode,
+                            params["wait"], params["wait_timeout"], params["wait_sleep"])
+    return addon.present(hub, params, module.check_mode, params["wait"], params["wait_timeout"], params["wait_sleep"])
 
 
 def module_spec():

@@ -172,10 +172,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 
 
 def run(module):
-    result = addon.ensure_deployment_config(module.cluster(), module.params, module.check_mode)
-    if not module._diff:
-        result.pop("diff")
-    return result
+    return addon.ensure_deployment_config(module.cluster(), module.params, module.check_mode)
 
 
 def module_spec():

@@ -24,12 +24,12 @@ description:
   - One run at a time creates a new random token - it holds Lease C(kube-system/multicluster-fleet-join-token) on the
     hub while it looks again and creates the token, so a second run started at the same moment (a second playbook run)
     waits for it, up to two minutes, and reuses that token instead of making another.
-  - With O(token_type=service_account) (OCM only) the token is issued by a TokenRequest for the ServiceAccount
-    C(open-cluster-management/agent-registration-bootstrap), as C(clusteradm get token) does by default.
-    A TokenRequest stores nothing, so each run issues a token expiring O(ttl) from now and reports a change, unless
-    the token of an earlier run is passed as O(token) - then the API server checks it (TokenReview) and it is
-    returned unchanged while it is valid for that ServiceAccount and does not outlive O(ttl). Tokens issued within
-    the same second carry the same claims, so they can be the same string.
+  - With O(token_type=service_account) (only for O(engine=ocm)) the token is issued by a TokenRequest for the
+    ServiceAccount C(open-cluster-management/agent-registration-bootstrap), as C(clusteradm get token) does by default.
+    A TokenRequest stores nothing, so each run issues a token expiring O(ttl) from now and reports a change, unless the
+    token of an earlier run is passed as O(token) - then the API server checks it (TokenReview) and it is returned
+    unchanged while it is valid for that ServiceAccount and does not outlive O(ttl). Tokens issued within the same
+    second carry the same claims, so they can be the same string.
   - Returns the token, the hub URL and the CA pins members need, and the equivalent C(karmadactl register) or
     C(clusteradm join) command line. B(Put C(no_log) on the task), the result holds the token.
   - Run M(multicluster.fleet.hub_registration) first so that the token's groups may create CSRs.
@@ -283,12 +283,11 @@ def present(module, cluster, ttl_seconds):
         info = done["info"]
         result = dict(changed=done["action"] != "unchanged", token=done["token"], token_id=info["token_id"],
                       expiration=info["expiration"], usages=info["usages"], groups=info["groups"],
-                      description=info["description"], reasons=done["reasons"], objects=[done["summary"]])
-        if module._diff:
-            result["diff"] = done["diff"]
+                      description=info["description"], reasons=done["reasons"], objects=[done["summary"]],
+                      diff=done["diff"])
     server, pins = hub.hub_endpoint(cluster, params["hub_apiserver"])
     if not pins and params["engine"] == "karmada":
-        module.warn("no CA certificate is known for the hub, so no --discovery-token-ca-cert-hash can be given")
+        result["warnings"] = ["no CA certificate is known for the hub, so no --discovery-token-ca-cert-hash can be given"]
     result.update(hub_apiserver=server, ca_cert_hashes=pins,
                   cli_command=cli_command(params["engine"], result["token"], server, pins) if result["token"] else None)
     return result
@@ -314,11 +313,8 @@ def run(module):
     if not params["token"] and not params["token_id"]:
         raise FleetError("state=absent needs the token or the token_id to delete")
     done = tokens.delete_token(cluster, params["token"] or params["token_id"], module.check_mode)
-    result = dict(changed=done["action"] == "deleted", token=None, token_id=done["token_id"], expiration=None,
-                  objects=[done["summary"]])
-    if module._diff:
-        result["diff"] = done["diff"]
-    return result
+    return dict(changed=done["action"] == "deleted", token=None, token_id=done["token_id"], expiration=None,
+                objects=[done["summary"]], diff=done["diff"])
 
 
 def module_spec():

@@ -101,9 +101,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.tokens import l
 
 def run(module):
     found, problems = list_tokens(module.cluster(), module.params["token_id"])
-    for problem in problems:
-        module.warn(problem)
-    return dict(changed=False, tokens=found)
+    return dict(changed=False, tokens=found, warnings=problems)
 
 
 def module_spec():

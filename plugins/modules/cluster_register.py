@@ -171,56 +171,60 @@ options:
     default: false
   accept:
     description:
-      - OCM only, needs O(hub). After the join, accept the cluster on the hub as C(clusteradm accept) does (and
-        M(multicluster.fleet.csr_accept)) - approve its klusterlet's CSR once it is checked, and set the ManagedCluster's
-        C(hubAcceptsClient). With O(wait), the CSR is waited for, and then the hub's report of the cluster as
-        C(ManagedClusterConditionAvailable=True).
+      - Only for O(engine=ocm); needs O(hub). After the join, accept the cluster on the hub as C(clusteradm accept) does
+        (and M(multicluster.fleet.csr_accept)) - approve its klusterlet's CSR once it is checked, and set the
+        ManagedCluster's C(hubAcceptsClient). With O(wait), the CSR is waited for, and then the hub's report of the
+        cluster as C(ManagedClusterConditionAvailable=True).
       - In check mode the acceptance is previewed only for a cluster whose klusterlet has registered with the hub; a
         warning says so otherwise.
     type: bool
     default: false
   allow_mode_change:
     description:
-      - Karmada only. Register by pull a cluster the hub has as a Push member (joined with M(multicluster.fleet.cluster_join));
-        its agent takes over the Cluster, which becomes a Pull member. The Push credentials (the hub Secrets, the member
-        ServiceAccounts) are not removed; unjoining the member first removes them with it.
+      - Only for O(engine=karmada). Register by pull a cluster the hub has as a Push member (joined with
+        M(multicluster.fleet.cluster_join)); its agent takes over the Cluster, which becomes a Pull member. The Push
+        credentials (the hub Secrets, the member ServiceAccounts) are not removed; unjoining the member first removes
+        them with it.
       - Without it such a registration is refused before anything is written, naming the current mode.
     type: bool
     default: false
   deploy_agent:
     description:
-      - Karmada only. After the registration, deploy the karmada-agent on the member as C(karmadactl register) does -
-        namespace C(karmada-system), ServiceAccount C(karmada-agent-sa), ClusterRole and ClusterRoleBinding
-        C(karmada-agent) and Deployment C(karmada-agent) (image O(agent_image), O(agent_replicas) replicas, reading
-        Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint) (O(api_endpoint)),
-        C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and C(--proxy-server-address)). The agent then
-        creates the Cluster on the hub with C(syncMode=Pull).
+      - Only for O(engine=karmada). After the registration, deploy the karmada-agent on the member as
+        C(karmadactl register) does - namespace C(karmada-system), ServiceAccount C(karmada-agent-sa), ClusterRole and
+        ClusterRoleBinding C(karmada-agent) and Deployment C(karmada-agent) (image O(agent_image), O(agent_replicas)
+        replicas, reading Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint)
+        (O(api_endpoint)), C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and
+        C(--proxy-server-address)). The agent then creates the Cluster on the hub with C(syncMode=Pull).
       - Every object is sent as a server-side dry run before the first is written; check mode does only that.
       - O(state=absent) removes these objects whether or not this is set.
     type: bool
     default: false
   agent_image:
     description:
-      - Karmada only, with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the hub's Karmada version.
+      - Only for O(engine=karmada), with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the
+        hub's Karmada version.
     type: str
     default: docker.io/karmada/karmada-agent:v1.14.0
   agent_replicas:
     description:
-      - Karmada only, with O(deploy_agent). Replicas of the karmada-agent Deployment (C(--karmada-agent-replicas)).
+      - Only for O(engine=karmada), with O(deploy_agent). Replicas of the karmada-agent Deployment
+        (C(--karmada-agent-replicas)).
     type: int
     default: 1
   provider:
     description:
-      - Karmada only, with O(deploy_agent). The member's cloud provider (the agent's C(--cluster-provider)).
+      - Only for O(engine=karmada), with O(deploy_agent). The member's cloud provider (the agent's
+        C(--cluster-provider)).
     type: str
   region:
     description:
-      - Karmada only, with O(deploy_agent). The member's region (the agent's C(--cluster-region)).
+      - Only for O(engine=karmada), with O(deploy_agent). The member's region (the agent's C(--cluster-region)).
     type: str
   zones:
     description:
-      - Karmada only, with O(deploy_agent). The member's zones (the agent's C(--cluster-zones)); names without spaces
-        or commas.
+      - Only for O(engine=karmada), with O(deploy_agent). The member's zones (the agent's C(--cluster-zones)); names
+        without spaces or commas.
     type: list
     elements: str
   wait_timeout:
@@ -249,8 +253,8 @@ options:
     default: false
   klusterlet_mode:
     description:
-      - OCM only. The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the agent installer
-        set is kept (C(Default) when none is set).
+      - Only for O(engine=ocm). The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the
+        agent installer set is kept (C(Default) when none is set).
       - V(Hosted) and V(SingletonHosted) need O(hosting) (the cluster where the klusterlet runs and where the bootstrap
         Secret, Secret C(external-managed-kubeconfig) and Klusterlet C(klusterlet-<cluster>) are written), and limit
         O(cluster_name) to 52 characters. O(hosting) is refused with the other modes.
@@ -268,17 +272,19 @@ options:
     type: dict
   managed_kubeconfig:
     description:
-      - OCM Hosted mode only. Path to the kubeconfig the hosted agents use to reach the member (the managed cluster),
-        stored in Secret C(external-managed-kubeconfig) on the hosting cluster. Its current context is used, and files it
-        refers to are embedded. It must work from the hosting cluster's network.
+      - Only for O(engine=ocm) with O(klusterlet_mode=Hosted) or V(SingletonHosted). Path to the kubeconfig the hosted
+        agents use to reach the member (the managed cluster), stored in Secret C(external-managed-kubeconfig) on the
+        hosting cluster. Its current context is used, and files it refers to are embedded. It must work from the
+        hosting cluster's network.
       - Defaults to the member connection's O(kubeconfig) (the default kubeconfig when neither O(kubeconfig) nor
         O(host) is given) and O(context). Users that authenticate with C(exec) or C(auth-provider) cannot be copied
         and are refused.
     type: path
   registration_driver:
     description:
-      - OCM only. How the registration agent reaches the hub - V(csr) through the hub API server, V(grpc) through the
-        hub's gRPC server (ClusterManager registration driver C(grpc)), which needs O(grpc_server) and O(grpc_ca_pem).
+      - Only for O(engine=ocm). How the registration agent reaches the hub - V(csr) through the hub API server, V(grpc)
+        through the hub's gRPC server (ClusterManager registration driver C(grpc)), which needs O(grpc_server) and
+        O(grpc_ca_pem).
     type: str
     choices: [csr, grpc]
     default: csr
@@ -307,9 +313,9 @@ options:
     type: path
   proxy_server_address:
     description:
-      - Karmada only. The address of the proxy through which the Karmada control plane reaches the member's API server
-        (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address), from which karmada-agent
-        sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
+      - Only for O(engine=karmada). The address of the proxy through which the Karmada control plane reaches the
+        member's API server (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address),
+        from which karmada-agent sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
       - Validated, passed to the agent of O(deploy_agent) and returned as RV(proxy_server_address). For Push members see
         O(multicluster.fleet.cluster_join#module:proxy_url).
     type: str
@@ -641,10 +647,7 @@ def run(module):
         managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
                                                     params["host"], client.describe(params["cluster_name"]))
     member = module.cluster(name=params["cluster_name"])
-    result = register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
-    for warning in result.pop("warnings"):
-        module.warn(warning)
-    return result
+    return register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
 
 
 def module_spec():
@@ -686,7 +689,10 @@ def module_spec():
         proxy_ca_cert=dict(type="path"),
         proxy_server_address=dict(type="str"),
         hub=cluster_argument_spec(),
-    ), role="member", environment=False, required_if=[("state", "present", ("hub_apiserver", "token"))])
+    ), role="member", environment=False,
+        required_if=[("state", "present", ("hub_apiserver", "token")), ("klusterlet_mode", "Hosted", ("hosting",)),
+                     ("klusterlet_mode", "SingletonHosted", ("hosting",))],
+        required_by={"proxy_ca_cert": ("proxy_url",)})
 
 
 def main():

@@ -203,25 +203,16 @@ clusters:
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.accept import accept
 from ansible_collections.multicluster.fleet.plugins.module_utils.csr import ENGINES
-from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
 def run(module):
     params = module.params
     resources.check_wait_options(params)
-    try:
-        result = accept(module.cluster(), params["engine"], params["clusters"], requesters=params["requesters"],
-                        deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["wait_timeout"],
-                        check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"],
-                        interval=params["wait_sleep"])
-    except FleetError as exc:
-        if not module._diff:
-            exc.details.pop("diff", None)
-        raise
-    if not module._diff:
-        result.pop("diff")
-    return result
+    return accept(module.cluster(), params["engine"], params["clusters"], requesters=params["requesters"],
+                  deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["wait_timeout"],
+                  check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"],
+                  interval=params["wait_sleep"])
 
 
 def module_spec():

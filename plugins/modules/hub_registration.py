@@ -58,8 +58,8 @@ options:
     type: path
   csr_auto_approval:
     description:
-      - Karmada only. Whether Karmada's agent CSR approver may approve the CSRs of bootstrap tokens and the
-        renewals of registered agents. Without it, CSRs wait for M(multicluster.fleet.csr_accept).
+      - Only for O(engine=karmada). Whether Karmada's agent CSR approver may approve the CSRs of bootstrap tokens and
+        the renewals of registered agents. Without it, CSRs wait for M(multicluster.fleet.csr_accept).
       - Default V(true) for Karmada. OCM configures automatic approval in its ClusterManager instead, so
         setting this for O(engine=ocm) is an error.
     type: bool
@@ -192,18 +192,10 @@ def run(module):
                          " (registrationConfiguration.autoApproveUsers)")
     cluster = module.cluster()
     if params["state"] == "absent":
-        result = hub.remove_registration(cluster, params["engine"], module.check_mode)
-    else:
-        ca_pem = read_ca(params["hub_ca_cert"]) if params["hub_ca_cert"] else None
-        result = hub.ensure_registration(cluster, params["engine"], params["hub_apiserver"], ca_pem,
-                                         params["csr_auto_approval"] is not False, params["update_cluster_info"],
-                                         module.check_mode)
-        for warning in result.pop("warnings"):
-            module.warn(warning)
-    diffs = result.pop("diffs")
-    if module._diff and diffs:
-        result["diff"] = diffs
-    return result
+        return hub.remove_registration(cluster, params["engine"], module.check_mode)
+    ca_pem = read_ca(params["hub_ca_cert"]) if params["hub_ca_cert"] else None
+    return hub.ensure_registration(cluster, params["engine"], params["hub_apiserver"], ca_pem,
+                                   params["csr_auto_approval"] is not False, params["update_cluster_info"], module.check_mode)
 
 
 def module_spec():

@@ -81,7 +81,8 @@ options:
       propagation_policy:
         description:
           - V(Foreground) deletes the applied objects (the default of both engines); V(Orphan) leaves them on the
-            member; V(SelectivelyOrphan) (OCM only) leaves those matching O(delete_option.orphaning_rules).
+            member; V(SelectivelyOrphan) (only for O(engine=ocm)) leaves those matching
+            O(delete_option.orphaning_rules).
         type: str
         choices: [Foreground, Orphan, SelectivelyOrphan]
         default: Foreground
@@ -109,7 +110,7 @@ options:
             default: ""
   manifest_configs:
     description:
-      - OCM only - per-object settings of the work agent (C(spec.manifestConfigs)).
+      - Only for O(engine=ocm) - per-object settings of the work agent (C(spec.manifestConfigs)).
     type: list
     elements: dict
     suboptions:
@@ -387,18 +388,14 @@ def run(module):
     resources.check_wait_options(params)
     hub = module.cluster()
     if params["state"] == "absent":
-        result = work.remove(hub, params["engine"], params["name"], params["clusters"], check_mode=module.check_mode,
-                             wait=params["wait"], wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
-    else:
-        manifests = [(m, None) for m in params["manifests"] or []] + work.load_sources(params["src"])
-        module.no_log_values.update(work.secret_values(m for m, _origin in manifests))
-        options = dict((k, params[k]) for k in ("labels", "annotations", "delete_option", "manifest_configs"))
-        result = work.deliver(hub, params["engine"], params["name"], params["clusters"], manifests, options,
-                              check_mode=module.check_mode, wait=params["wait"], wait_condition=params["wait_condition"],
-                              wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
-    if not module._diff:
-        result.pop("diff")
-    return result
+        return work.remove(hub, params["engine"], params["name"], params["clusters"], check_mode=module.check_mode,
+                           wait=params["wait"], wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
+    manifests = [(m, None) for m in params["manifests"] or []] + work.load_sources(params["src"])
+    module.no_log_values.update(work.secret_values(m for m, _origin in manifests))
+    options = dict((k, params[k]) for k in ("labels", "annotations", "delete_option", "manifest_configs"))
+    return work.deliver(hub, params["engine"], params["name"], params["clusters"], manifests, options,
+                        check_mode=module.check_mode, wait=params["wait"], wait_condition=params["wait_condition"],
+                        wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
 
 
 def module_spec():

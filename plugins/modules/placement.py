@@ -289,13 +289,9 @@ def run(module):
     resources.check_wait_options(params)
     hub = module.cluster()
     if params["state"] == "absent":
-        result = placement.absent(hub, params["name"], params["namespace"], module.check_mode, params["wait"],
-                                  params["wait_timeout"], params["wait_sleep"])
-    else:
-        result = placement.present(hub, params, module.check_mode, params["wait"], params["wait_timeout"], params["wait_sleep"])
-    if not module._diff:
-        result.pop("diff")
-    return result
+        return placement.absent(hub, params["name"], params["namespace"], module.check_mode, params["wait"],
+                                params["wait_timeout"], params["wait_sleep"])
+    return placement.present(hub, params, module.check_mode, params["wait"], params["wait_timeout"], params["wait_sleep"])
 
 
 def module_spec():

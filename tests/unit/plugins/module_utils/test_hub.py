@@ -226,10 +226,10 @@ def test_creates_everything_then_nothing_changes(fake_hub):
                                       "matches": True}
     assert (result["hub_apiserver"], result["ca_cert_hashes"]) == (SERVER, [bootstrap.ca_pin(HUB_CA)])
     assert hub.published(fake_hub.objects[INFO_PATH]) == (SERVER, HUB_CA)
-    assert len(result["diffs"]) == len(result["objects"]) and result["diffs"][0]["before"] == {}
-    assert result["diffs"][1]["after_header"] == "Role/kube-public/system:karmada:bootstrap-signer-clusterinfo"
+    assert len(result["diff"]) == len(result["objects"]) and result["diff"][0]["before"] == {}
+    assert result["diff"][1]["after_header"] == "Role/kube-public/system:karmada:bootstrap-signer-clusterinfo"
     again = hub.ensure_registration(fake_hub, "karmada")
-    assert not again["changed"] and set(actions(again).values()) == {"unchanged"} and again["diffs"] == []
+    assert not again["changed"] and set(actions(again).values()) == {"unchanged"} and again["diff"] == []
     assert again["warnings"] == []
 
 

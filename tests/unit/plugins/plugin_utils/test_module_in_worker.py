@@ -46,12 +46,14 @@ PROBE = textwrap.dedent('''
         module.warn("probe %s warns" % params["name"])
         module.warn("probe %s warns" % params["name"])
         if params["fail"] == "fleet":
-            raise FleetError("cannot reach %s with %s" % (params["name"], params["token"]), reason="Probe")
+            raise FleetError("cannot reach %s with %s" % (params["name"], params["token"]), reason="Probe", changed=True,
+                             diff=dict(before="", after=params["name"]), warnings=["probe failed after a write"])
         if params["fail"] == "bug":
             raise KeyError("missing")
         if params["fail"] == "direct":
             module.fail_json(msg="failed directly", detail=params["count"])
-        return dict(changed=not module.check_mode, diff=dict(before="", after=params["name"]) if module._diff else None,
+        return dict(changed=not module.check_mode, diff=dict(before="", after=params["name"]),
+                    warnings=["probe %s returns a warning" % params["name"]],
                     echo=dict(token=params["token"], settings=params["settings"]), count=params["count"])
 
 
@@ -125,6 +127,18 @@ def test_the_controller_module_gives_what_the_module_process_gives(probe, case):
         assert expected["exception"].splitlines()[-1] == result["exception"].splitlines()[-1]
         expected["exception"] = result["exception"] = "traceback"
     assert result == expected
+
+
+@pytest.mark.parametrize("diff", [False, True])
+def test_the_module_process_keeps_the_result_contract(probe, diff):
+    """FleetModule's run (AnsibleModule's exit_json and fail_json): returned warnings reported, diff in diff mode only."""
+    path, _module = probe
+    done = module_process(path, dict(INTERNAL, name="east", _ansible_diff=diff))
+    assert done["warnings"] == ["probe east warns", "probe east returns a warning"]
+    assert done.get("diff") == (dict(before="", after="east") if diff else None) and ("diff" in done) is diff
+    failed = module_process(path, dict(INTERNAL, name="east", fail="fleet", _ansible_diff=diff))
+    assert failed["failed"] and failed["changed"] and failed["warnings"] == ["probe east warns", "probe failed after a write"]
+    assert ("diff" in failed) is diff
 
 
 def test_no_log_values_are_masked(probe):
