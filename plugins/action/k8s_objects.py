@@ -1,9 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The action plugin of every module of the collection: runs the module in a child of the task's worker where it runs
-on the controller (see plugin_utils). ansible-core finds a module's action plugin by the module's name: the other
-files of this directory are symbolic links to this one."""
+"""Runs multicluster.fleet.k8s_objects, in a child of the task's worker where it runs on the controller (see plugin_utils)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,4 +11,4 @@ from ansible_collections.multicluster.fleet.plugins.plugin_utils.module_in_worke
 
 
 class ActionModule(ModuleInWorkerAction):
-    """The action of a module of multicluster.fleet."""
+    """The action of multicluster.fleet.k8s_objects."""
