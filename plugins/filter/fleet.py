@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters the playbooks use to read the inventory and summarize the fleet.
+"""Filters the playbooks use to read the inventory, check a member's settings, record failures and summarize the fleet.
 
 ``connection`` turns a host's inventory variables into the authentication options of its cluster;
-``fleet_members``, ``fleet_report``, ``fleet_table`` and ``fleet_markdown`` make the summary at the
-end of site.yml and detach.yml. Their documentation is in the ``<name>.yml`` files next to this one.
+``fleet_member_problem`` is the check of a member's settings that the member plays of site.yml and detach.yml start
+with; ``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
+``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml and detach.yml. Their documentation is
+in the ``<name>.yml`` files next to this one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -49,13 +51,52 @@ def connection(variables, kubeconfig=None, context=None):
     return found
 
 
+def _action(action, filter_name):
+    if action not in ACTIONS:
+        raise AnsibleFilterError("%s: action must be one of %s, not %r" % (filter_name, ", ".join(ACTIONS), action))
+    return ACTIONS[action]
+
+
+def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub):
+    """The first problem with the settings of member ``name`` that stops the member play from ``action`` (register or
+    detach) it, ``''`` when there is none.
+
+    ``mode`` is its registration mode, ``connection`` its authentication options (the ``connection`` filter),
+    ``twins`` the other hosts of the inventory that give its cluster the same name, ``hub_host`` the hub host (``''``
+    when the inventory has none) and ``hub`` the hub's variables - the hub host's, else the group variable
+    ``fleet_hub`` -, None when there is neither. A registration also needs the join token of a hub play that started.
+    """
+    done = _action(action, "fleet_member_problem")
+    if mode not in ("push", "pull"):
+        return "registration_mode must be push or pull, not %s" % mode
+    if twins:
+        return ("cluster_name %s is also the cluster name of %s in the inventory: a name stands for one cluster, so none"
+                " of them is %s" % (name, ", ".join(twins), done))
+    if "kubeconfig" not in connection and "host" not in connection:
+        return ("no connection to the member: set its kubeconfig (and context) or host in the inventory, or"
+                " fleet_kubeconfig with a context named %s" % name)
+    if hub is None:
+        return "no hub: the inventory has no hub host and no fleet_hub variable"
+    if action == "register" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
+        return "the hub play failed on %s (see its error above), so there is no join token" % hub_host
+    return ""
+
+
+def fleet_failure_record(result, task):
+    """What a rescue records of the task that failed: ``task``, its name (with the attempts of a task retried with
+    ``until``), and ``message``, the failure's message (``failed`` when it has none)."""
+    attempts = result.get("attempts", 1)
+    return {"task": "%s%s" % (task, " (%s attempts)" % attempts if attempts > 1 else ""),
+            "message": result.get("msg", "failed")}
+
+
 def fleet_members(hosts, hostvars, hubs=None):
     """The members of the inventory and what this run did with each (facts the member plays set).
 
     ``ran`` is true for members this run's member play started (``fleet_started``, the result its first task
     registers, or a fact); members left out by ``--limit`` or another job slice did not run. ``failure`` is why
-    the member failed (the message ``fleet_failure``), ``failed_task`` the task that failed
-    (``fleet_failed_task``); both ``''`` when it succeeded or did not run.
+    the member failed and ``failed_task`` the task that failed (the fact ``fleet_failure``, a
+    :func:`fleet_failure_record`); both ``''`` when it succeeded or did not run.
 
     ``hubs`` are the hub hosts: a hub whose play registered it with itself, or detached it, in this
     run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).
@@ -65,7 +106,8 @@ def fleet_members(hosts, hostvars, hubs=None):
     for host in hub_members + list(hosts or []):
         facts = hostvars[host]
         ran = bool(facts.get("fleet_started"))
-        failure, task = facts.get("fleet_failure") or "", facts.get("fleet_failed_task") or ""
+        record = facts.get("fleet_failure") or {}
+        failure, task = record.get("message") or "", record.get("task") or ""
         if ran and not failure and not facts.get("fleet_done"):
             failure = "did not finish (see the output above)"
         members.append({"host": host, "name": facts.get("fleet_member_name") or facts.get("cluster_name") or host,
@@ -112,8 +154,7 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
     registration outside check mode, when the hub does not report it ready; otherwise ``registered``
     or ``detached``. Clusters on the hub that were not in this run are listed as they are, result ``-``.
     """
-    if action not in ACTIONS:
-        raise AnsibleFilterError("fleet_report: action must be one of %s, not %r" % (", ".join(ACTIONS), action))
+    _action(action, "fleet_report")
     now = now or datetime.datetime.now(datetime.timezone.utc)
     found = dict((c["name"], c) for c in clusters or [])
     ran = [m for m in members or [] if m.get("ran")]
@@ -189,6 +230,8 @@ class FilterModule(object):
     def filters(self):
         return {
             "connection": connection,
+            "fleet_member_problem": fleet_member_problem,
+            "fleet_failure_record": fleet_failure_record,
             "fleet_members": fleet_members,
             "fleet_report": fleet_report,
             "fleet_table": fleet_table,

@@ -46,8 +46,8 @@ def hub_play(*tasks, **variables):
 
 
 def role(name, validate=True, **variables):
-    """Include role ``name`` with ``variables``; ``validate=False`` without its argument validation, as the playbooks
-    include agent_install (then the role's own checks must refuse what the argument spec would have)."""
+    """Include role ``name`` with ``variables``; ``validate=False`` without its argument validation (then the role's own
+    checks must still refuse what the argument spec cannot say)."""
     return {"name": "role " + name,
             "ansible.builtin.include_role": {"name": "multicluster.fleet." + name, "rolespec_validate": validate},
             "vars": variables}
@@ -83,10 +83,12 @@ def test_inconsistent_settings_are_refused_before_anything_is_written(lab, clust
          "agent_install_ocm_hosting is only used with agent_install_ocm_mode Hosted or SingletonHosted"),
         ("agent_install", {"agent_install_ocm_registration_driver": "grpc"},
          "the grpc registration driver needs agent_install_ocm_grpc_server and agent_install_ocm_grpc_ca_pem"),
-        ("agent_install", {"agent_install_ocm_operator_replicas": "two", "validate": False},
-         "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1, two)"),
-        ("agent_install", {"agent_install_karmada_replicas": "1.5", "validate": False},
-         "agent_install_karmada_replicas and agent_install_ocm_operator_replicas must be whole numbers (got 1.5, 1)"),
+        # what the argument spec says, its validation refuses (the playbooks include the role with it)
+        ("agent_install", {"agent_install_ocm_operator_replicas": "two"},
+         "argument 'agent_install_ocm_operator_replicas' is of type str and we were unable to convert to int"),
+        ("agent_install", {"agent_install_karmada_replicas": "1.5"},
+         "argument 'agent_install_karmada_replicas' is of type str and we were unable to convert to int"),
+        ("agent_install", {"agent_install_ocm_mode": "Hostd"}, "value of agent_install_ocm_mode must be one of: Default,"),
         # a wait step of 0 would divide by zero when the retries are counted
         ("hub_init", {"hub_init_wait_step": 0},
          "hub_init_wait_timeout and hub_init_wait_step must be whole numbers of seconds, at least 1 (got 300, 0)"),

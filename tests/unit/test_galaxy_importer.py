@@ -15,14 +15,13 @@ one. The test adds one to its copy only, so that every other check runs; a publi
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-from test_packaging import ROOT, _ansible_galaxy, _source_files
+from test_packaging import ROOT, _ansible_galaxy, copy_sources
 
 REPOSITORY = "https://example.invalid/multicluster/fleet"
 
@@ -56,10 +55,7 @@ def imported(tmp_path_factory):
     source = tmp_path_factory.mktemp("source")
     output = tmp_path_factory.mktemp("output")
     work = tmp_path_factory.mktemp("importer")
-    for path in _source_files():
-        target = source / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, path), str(target))
+    copy_sources(source)
     with open(str(source / "galaxy.yml"), "a") as handle:
         handle.write("repository: %s\n" % REPOSITORY)
     done = subprocess.run([_ansible_galaxy(), "collection", "build", "--output-path", str(output), str(source)],

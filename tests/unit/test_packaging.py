@@ -1,8 +1,9 @@
 """The collection artifact: ``ansible-galaxy collection build`` ships the collection's content and nothing else.
 
-The source tree (the files git tracks or would track) is copied to a temporary directory together with
-what test runs and tools leave behind in a checkout; the collection is built from that copy and the
-tarball's members are compared with an allow-list of top-level entries and with the source files.
+The source tree (the files git tracks or would track, symbolic links kept as links) is copied to a temporary
+directory together with what test runs and tools leave behind in a checkout; the collection is built from that copy
+and the tarball's members are compared with an allow-list of top-level entries and with the source files. The
+artifact, installed, runs every module through its action plugin.
 """
 
 import os
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import textwrap
 
 import pytest
 import yaml
@@ -60,6 +62,14 @@ def _source_files():
     return sorted(p for p in set(listed.split("\0")) if p and os.path.isfile(os.path.join(ROOT, p)))
 
 
+def copy_sources(target):
+    """Copy the source files into the directory ``target``, a symbolic link as a link (the action plugins)."""
+    for path in _source_files():
+        destination = os.path.join(str(target), path)
+        os.makedirs(os.path.dirname(destination), exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, path), destination, follow_symlinks=False)
+
+
 def _ansible_galaxy():
     beside_python = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
     return beside_python if os.path.exists(beside_python) else shutil.which("ansible-galaxy")
@@ -75,10 +85,7 @@ def built(tmp_path_factory):
     source = tmp_path_factory.mktemp("source")
     output = tmp_path_factory.mktemp("output")
     files = _source_files()
-    for path in files:
-        target = source / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, path), str(target))
+    copy_sources(source)
     for path, content in GENERATED.items():
         target = source / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -91,8 +98,8 @@ def built(tmp_path_factory):
     tarballs = sorted(output.glob("multicluster-fleet-*.tar.gz"))
     assert len(tarballs) == 1, "expected one collection artifact in %s, found %s" % (output, tarballs)
     with tarfile.open(str(tarballs[0])) as tarball:
-        members = {m.name for m in tarball.getmembers() if m.isfile()}
-    return files, members
+        members = {m.name for m in tarball.getmembers() if m.isfile() or m.issym()}
+    return files, members, tarballs[0]
 
 
 def test_only_allowed_top_level_entries(built):
@@ -101,14 +108,14 @@ def test_only_allowed_top_level_entries(built):
 
 
 def test_nothing_generated_is_shipped(built):
-    files, members = built
+    files, members = built[:2]
     unexpected = members - set(files) - GENERATED_BY_BUILD
     assert sorted(unexpected) == [], "files in the artifact that are not collection sources"
     assert sorted(m for m in members if _is_hidden(m)) == []
 
 
 def test_every_source_file_under_an_allowed_entry_is_shipped(built):
-    files, members = built
+    files, members = built[:2]
     content = {f for f in files if f.split("/")[0] in ALLOWED_TOP_LEVEL and not _is_hidden(f)}
     assert sorted(content - members) == [], "collection sources missing from the artifact"
     assert GENERATED_BY_BUILD <= members
@@ -117,7 +124,7 @@ def test_every_source_file_under_an_allowed_entry_is_shipped(built):
 def test_every_licence_a_file_names_ships(built):
     """Each licence file that a source header points at (``see LICENSES/<id>.txt``) and each licence galaxy.yml
     declares ships in the artifact, with the licence's text."""
-    files, members = built
+    files, members = built[:2]
     named = set()
     for path in files:
         with open(os.path.join(ROOT, path), "rb") as handle:
@@ -130,3 +137,33 @@ def test_every_licence_a_file_names_ships(built):
         text = handle.read()
     assert "GNU GENERAL PUBLIC LICENSE" in text and "Version 3, 29 June 2007" in text
     assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a notice
+
+
+def test_every_module_runs_through_its_action_plugin_once_installed(built, tmp_path):
+    """ansible-core loads each action plugin of the installed artifact as its module's, which runs the module on the
+    controller (``-vvv`` says so) - here up to its argument validation, which refuses the task. (The action plugins
+    stay files: antsibull-docs reads a link in plugins/action as a redirect of the module to another.)"""
+    modules = sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "plugins", "modules")) if f.endswith(".py"))
+    installed = tmp_path / "collections"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}  # not the checkout (tests/conftest.py)
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(installed), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false")
+    done = subprocess.run([_ansible_galaxy(), "collection", "install", "--offline", "-p", str(installed), str(built[2])],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    assert done.returncode == 0, done.stdout
+    playbook = tmp_path / "modules.yml"
+    playbook.write_text(textwrap.dedent("""\
+        - hosts: localhost
+          gather_facts: false
+          vars:
+            ansible_python_interpreter: "{{ ansible_playbook_python }}"
+          tasks:
+        """) + "".join("    - multicluster.fleet.%s: {packaging_probe: 1}\n      ignore_errors: true\n" % m for m in modules))
+    done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-vvv", str(playbook)],
+                          cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    assert done.returncode == 0 and "ignored=%d " % len(modules) in done.stdout, done.stdout[-3000:]
+    for module in modules:
+        assert "running multicluster.fleet.%s on the controller, in a child of the worker" % module in done.stdout, module
+    # each refused by its own argument spec (its required options first), not for want of a plugin or module
+    refused = r'"msg": "(missing required arguments|one of the following is required|Unsupported parameters for \(multi)'
+    assert len(re.findall(refused, done.stdout)) == len(modules)

@@ -39,11 +39,77 @@ class TestConnection:
             fleet.connection(["kubeconfig"])
 
 
+class TestMemberProblem:
+    """The check of a member's settings the member plays start with, in its order."""
+    ok = dict(name="member1", action="register", mode="push", connection={"kubeconfig": "/m1"}, twins=[],
+              hub_host="hub-cluster", hub={"fleet_hub_started": {"failed": False}, "hub_init_join": {"token": "x"}})
+
+    def problem(self, **changes):
+        return fleet.fleet_member_problem(**dict(self.ok, **changes))
+
+    def test_none(self):
+        assert self.problem() == ""
+        assert self.problem(connection={"host": "https://m1:6443"}, mode="pull") == ""
+        # a run without the hub host: the group variable fleet_hub, even empty (the K8S_AUTH_* environment)
+        assert self.problem(hub_host="", hub={}) == ""
+        # the hub play of another run, or none yet: the member reads the join token from the hub
+        assert self.problem(hub={}) == ""
+
+    def test_each_problem(self):
+        assert self.problem(mode="pul") == "registration_mode must be push or pull, not pul"
+        assert self.problem(twins=["edge1", "edge2"]) == (
+            "cluster_name member1 is also the cluster name of edge1, edge2 in the inventory: a name stands for one"
+            " cluster, so none of them is registered")
+        assert self.problem(connection={"context": "member1"}) == (
+            "no connection to the member: set its kubeconfig (and context) or host in the inventory, or"
+            " fleet_kubeconfig with a context named member1")
+        assert self.problem(hub_host="", hub=None) == "no hub: the inventory has no hub host and no fleet_hub variable"
+        assert self.problem(hub={"fleet_hub_started": {"failed": True}}) == (
+            "the hub play failed on hub-cluster (see its error above), so there is no join token")
+
+    def test_the_first_problem_wins(self):
+        everything = dict(connection={}, twins=["edge1"], hub_host="", hub=None)
+        assert self.problem(mode="none", **everything).startswith("registration_mode")
+        assert self.problem(**everything).startswith("cluster_name member1 is also")
+        everything.pop("twins")
+        assert self.problem(**everything).startswith("no connection")
+        everything.pop("connection")
+        assert self.problem(**everything).startswith("no hub")
+
+    def test_a_detachment_needs_no_join_token(self):
+        assert self.problem(action="detach", hub={"fleet_hub_started": True}) == ""
+        assert self.problem(action="detach", twins=["edge1"]).endswith("so none of them is detached")
+
+    def test_unknown_action(self):
+        with pytest.raises(AnsibleFilterError, match="fleet_member_problem: action must be one of register, detach"):
+            self.problem(action="join")
+
+
+class TestFailureRecord:
+    def test_the_task_and_its_message(self):
+        assert fleet.fleet_failure_record({"failed": True, "msg": "refused"}, "Join the member") == {
+            "task": "Join the member", "message": "refused"}
+
+    def test_the_attempts_of_a_retried_task(self):
+        record = fleet.fleet_failure_record({"failed": True, "msg": "timed out", "attempts": 30}, "Join the member")
+        assert record["task"] == "Join the member (30 attempts)"
+        assert fleet.fleet_failure_record({"msg": "x", "attempts": 1}, "Join")["task"] == "Join"
+
+    def test_a_failure_without_a_message(self):
+        assert fleet.fleet_failure_record({"failed": True}, "Join")["message"] == "failed"
+
+    def test_fleet_members_reads_it(self):
+        record = fleet.fleet_failure_record({"failed": True, "msg": "refused", "attempts": 2}, "Join")
+        hostvars = {"member1": {"fleet_started": True, "fleet_failure": record}}
+        assert fleet.fleet_members(["member1"], hostvars)[0] == {
+            "host": "member1", "name": "member1", "ran": True, "failure": "refused", "failed_task": "Join (2 attempts)"}
+
+
 HOSTVARS = {
     "hub-cluster": {"cluster_name": "hub"},
     "member1": {"cluster_name": "member1", "fleet_started": True, "fleet_done": True},
-    "member2": {"fleet_started": {"changed": False, "failed": True}, "fleet_failure": "kubeconfig file /x does not exist",
-                "fleet_failed_task": "Join the member in Push mode"},
+    "member2": {"fleet_started": {"changed": False, "failed": True},
+                "fleet_failure": {"message": "kubeconfig file /x does not exist", "task": "Join the member in Push mode"}},
     "member3": {"fleet_started": True},
     "member4": {"cluster_name": "edge4"},
 }
@@ -64,7 +130,7 @@ def test_fleet_members_says_who_ran_and_why_one_failed():
 def test_a_hub_registered_with_itself_is_a_member_under_its_own_name():
     hostvars = dict(HOSTVARS, **{
         "hub-cluster": {"cluster_name": "hub", "fleet_member_name": "local-cluster", "fleet_started": True,
-                        "fleet_failure": "timed out", "fleet_failed_task": "Accept local-cluster on the hub"},
+                        "fleet_failure": {"message": "timed out", "task": "Accept local-cluster on the hub"}},
         "other-hub": {"cluster_name": "hub2", "fleet_started": True}})
     members = fleet.fleet_members(["member1"], hostvars, ["hub-cluster", "other-hub"])
     assert members == [
@@ -121,8 +187,8 @@ class TestReport:
 
     def test_two_hosts_giving_a_cluster_the_same_name_each_keep_their_result(self):
         """The verdict counts hosts, never names: one host's success must not hide another's failure."""
-        hostvars = {"impostor": {"cluster_name": "member1", "fleet_started": True, "fleet_failure": "refused",
-                                 "fleet_failed_task": "Check the member's settings"},
+        hostvars = {"impostor": {"cluster_name": "member1", "fleet_started": True,
+                                 "fleet_failure": {"message": "refused", "task": "Check the member's settings"}},
                     "member1": {"fleet_started": True, "fleet_done": True}}
         members = fleet.fleet_members(["impostor", "member1"], hostvars)
         rows = fleet.fleet_report(members, [cluster("member1")], "karmada", now=NOW)
