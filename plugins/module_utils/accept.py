@@ -23,16 +23,14 @@ __metaclass__ = type
 
 import copy
 import datetime
-import re
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 APPROVED_REASON = "MulticlusterFleetApproved"
 DENIED_REASON = "MulticlusterFleetDenied"
-KARMADA_SYSTEM_LABEL = "karmada.io/system"
 
 
 def check_cluster_names(engine, clusters):
@@ -41,22 +39,6 @@ def check_cluster_names(engine, clusters):
         raise FleetError("clusters is empty: name the member clusters to accept")
     for name in clusters:
         fleet.validate_cluster_name(engine, name)
-
-
-def belongs_to(engine, cluster, csr, common_name):
-    """True when ``csr`` (asking for ``common_name``) claims to be the agent CSR of ``cluster``.
-
-    Whether it may be approved is another matter (:func:`csr.check`).
-    """
-    metadata = csr.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    if engine == "ocm":
-        return labels.get(ocm.CLUSTER_NAME_LABEL) == cluster and ocm.ADDON_NAME_LABEL not in labels
-    if common_name == karmada.agent_user(cluster):
-        return True
-    # karmadactl register names the CSR <cluster>-<5 random characters> and labels it karmada.io/system.
-    return (labels.get(KARMADA_SYSTEM_LABEL) == "true"
-            and re.match(r"^%s-[a-z0-9]{5}$" % re.escape(cluster), metadata.get("name") or "") is not None)
 
 
 def _age(csr):
@@ -79,7 +61,7 @@ class ClusterPlan:
     """
 
     def __init__(self, engine, name, found, member, requesters=None, earlier=None):
-        self.engine = engine
+        self.engine = engine = engines.get(engine)
         self.name = name
         self.member = member  # the ManagedCluster (OCM) or Cluster (Karmada), or None
         self.earlier = earlier
@@ -123,7 +105,7 @@ class ClusterPlan:
     @property
     def push(self):
         """The hub has the cluster as a Karmada Push member: Karmada reaches it with its own credentials, no agent."""
-        return self.engine == "karmada" and ((self.member or {}).get("spec") or {}).get("syncMode") == "Push"
+        return self.engine.is_push(self.member)
 
     def push_reason(self):
         return ("cluster %s is registered on the hub in Push mode, where no agent runs: refusing agent CSRs for it"
@@ -144,9 +126,7 @@ class ClusterPlan:
             return any(csrs.name_of(item) not in self.earlier for item in self.approved_before)
         if self.approved_before:
             return True
-        if self.engine == "ocm":
-            return resources.condition_is(self.member, ocm.JOINED)
-        return ((self.member or {}).get("spec") or {}).get("syncMode") == "Pull"
+        return self.engine.joined(self.member)
 
     @property
     def ready(self):
@@ -157,7 +137,7 @@ class ClusterPlan:
         """
         if self.push or any(not deniable for _csr, _reasons, deniable in self.rejected):
             return True
-        if self.engine == "ocm" and self.member is None:
+        if self.engine.accepts_clients and self.member is None:
             return False
         return bool(self.approve) or self.certified_before
 
@@ -184,15 +164,13 @@ def read_plans(hub, engine, clusters, requesters=None, earlier=None):
     records there the names of each cluster's approved CSRs, and every read gives them to the plans as
     :attr:`ClusterPlan.earlier`.
     """
-    selector = None
-    if engine == "ocm":
-        selector = "%s in (%s),!%s" % (ocm.CLUSTER_NAME_LABEL, ",".join(clusters), ocm.ADDON_NAME_LABEL)
+    engine = engines.get(engine)
+    selector = engine.csr_selector(clusters)
     items = [(item, csrs.common_name(item)) for item in resources.list_objects(hub, resources.CSR, label_selector=selector)]
-    kind = ocm.MANAGED_CLUSTER if engine == "ocm" else karmada.CLUSTER
     plans = []
     for name in clusters:
-        found = sorted((item for item, cn in items if belongs_to(engine, name, item, cn)), key=csrs.name_of)
-        plan = ClusterPlan(engine, name, found, resources.get(hub, kind, name), requesters)
+        found = sorted((item for item, cn in items if engine.claims_csr(name, item, cn)), key=csrs.name_of)
+        plan = ClusterPlan(engine, name, found, resources.get(hub, engine.member_kind, name), requesters)
         if earlier is not None:
             plan.earlier = earlier.setdefault(name, frozenset(csrs.name_of(item) for item in plan.approved_before))
         plans.append(plan)
@@ -245,7 +223,7 @@ def _approve(hub, plan, item, check_mode):
     condition = {
         "type": "Approved", "status": "True", "reason": APPROVED_REASON, "lastUpdateTime": _now(),
         "message": "approved by multicluster.fleet csr_accept: %s agent certificate of cluster %s, requested by %s"
-                   % (plan.engine, plan.name, csrs.requester(item)),
+                   % (plan.engine.name, plan.name, csrs.requester(item)),
     }
     return _decide(hub, item, condition, check_mode)
 
@@ -279,9 +257,9 @@ def _act(hub, plan, deny_invalid, check_mode):
                 result["denied"].append(csrs.name_of(item))
                 diffs.append(_csr_diff(before, after))
     accepted = certified
-    if plan.engine == "ocm":
+    if plan.engine.accepts_clients:
         if accepted and plan.member is not None and not plan.hub_accepts_client:
-            outcome = resources.ensure(hub, ocm.MANAGED_CLUSTER, {"metadata": {"name": plan.name}, "spec": {"hubAcceptsClient": True}},
+            outcome = resources.ensure(hub, plan.engine.member_kind, {"metadata": {"name": plan.name}, "spec": {"hubAcceptsClient": True}},
                                        check_mode)
             diffs.append(dict(outcome.diff(), before_header=outcome.ref, after_header=outcome.ref))
         accepted = accepted and plan.member is not None
@@ -325,8 +303,7 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=Fals
     ``warn(message)`` receives the approved CSRs of these clusters that break the rules (approved by
     someone else before).
     """
-    if engine not in csrs.ENGINES:
-        raise FleetError("unknown engine %r (one of: %s)" % (engine, ", ".join(csrs.ENGINES)))
+    engine = engines.get(engine)
     check_cluster_names(engine, clusters)
     clusters = list(dict.fromkeys(clusters))
     earlier = {} if expect_new_csr else None

@@ -19,7 +19,7 @@ import base64
 import binascii
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR_CLIENT_AUTH, CSR_SIGNER, CSR_USAGES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -30,14 +30,11 @@ try:
 except ImportError:  # pragma: no cover - pki.require_cryptography() reports it where needed
     pass
 
-ENGINES = ("karmada", "ocm")
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.
 KARMADA_RBAC_GENERATOR = karmada.RBAC_GENERATOR
 # Bootstrap tokens authenticate as system:bootstrap:<token-id> in group system:bootstrappers.
 BOOTSTRAP_USER_RE = re.compile(r"^system:bootstrap:[a-z0-9]{6}$")
 BOOTSTRAP_GROUP = "system:bootstrappers"
-# The agent part of an OCM agent's common name: one name, no colon.
-OCM_AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 PEM_BLOCK_RE = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 ACCEPTED_KEYS = "RSA of at least 2048 bits, ECDSA on P-256 or P-384, or Ed25519"
 ACCEPTED_CURVES = ("secp256r1", "secp384r1")
@@ -119,22 +116,7 @@ def common_name(csr):
     return names[0] if len(names) == 1 else None
 
 
-# --- the engines' identities -----------------------------------------------------------------------
-
-
-def ocm_agent_name(cluster, cn):
-    """The agent name in an OCM agent's CN for ``cluster``, or None if ``cn`` is not one for it."""
-    prefix = ocm.agent_organization(cluster) + ":"
-    if not (cn or "").startswith(prefix):
-        return None
-    agent = cn[len(prefix):]
-    return agent if OCM_AGENT_NAME_RE.match(agent) else None
-
-
-def expected_organizations(engine, cluster):
-    if engine == "karmada":
-        return [karmada.AGENTS_GROUP]
-    return sorted([ocm.agent_organization(cluster), ocm.MANAGED_CLUSTERS_GROUP])
+# --- the rules ---------------------------------------------------------------------------------------
 
 
 def _subject_reasons(engine, cluster, request):
@@ -145,19 +127,13 @@ def _subject_reasons(engine, cluster, request):
     if len(common_names) != 1:
         reasons.append("the subject must have exactly one CN, it has %d" % len(common_names))
     else:
-        cn = common_names[0]
-        if engine == "karmada" and cn != karmada.agent_user(cluster):
-            reasons.append("CN %s is not %s, the agent identity of cluster %s" % (cn, karmada.agent_user(cluster), cluster))
-        elif engine == "ocm" and ocm_agent_name(cluster, cn) is None:
-            reasons.append("CN %s is not %s:<agent-name>, an agent identity of cluster %s"
-                           % (cn, ocm.agent_organization(cluster), cluster))
-    expected = expected_organizations(engine, cluster)
+        problem = engine.common_name_problem(cluster, common_names[0])
+        if problem:
+            reasons.append(problem)
+    expected = engine.agent_organizations(cluster)
     if sorted(organizations) != expected:
         reasons.append("O must be exactly %s, it is %s" % (", ".join(expected), ", ".join(organizations) or "empty"))
     return reasons
-
-
-# --- the rules ---------------------------------------------------------------------------------------
 
 
 def _signer_reasons(spec):
@@ -218,14 +194,10 @@ def _requester_reasons(engine, cluster, spec, cn):
         if BOOTSTRAP_GROUP in groups:
             return []
         return ["requester %s is not in group %s" % (user, BOOTSTRAP_GROUP)]
-    if engine == "ocm" and user == ocm.BOOTSTRAP_SERVICE_ACCOUNT_USER:
+    if engine.is_bootstrap_identity(user) or engine.renews_itself(cluster, user, cn):
         return []
-    if engine == "karmada" and user == karmada.agent_user(cluster):
-        return []  # the agent renewing its own certificate
-    if engine == "ocm" and user == cn and ocm_agent_name(cluster, user) is not None:
-        return []  # the klusterlet renewing its own certificate
-    bootstrap = "a bootstrap token user" + (" or %s" % ocm.BOOTSTRAP_SERVICE_ACCOUNT_USER if engine == "ocm" else "")
-    return ["requester %s is neither %s nor the agent of cluster %s itself" % (user or "unknown", bootstrap, cluster)]
+    return ["requester %s is neither %s nor the agent of cluster %s itself"
+            % (user or "unknown", engine.bootstrap_identities(), cluster)]
 
 
 def check(engine, cluster, csr):
@@ -238,8 +210,7 @@ def check(engine, cluster, csr):
     token user in ``system:bootstrappers``, for OCM also its bootstrap ServiceAccount) or by the
     cluster's agent identity itself (a renewal).
     """
-    if engine not in ENGINES:
-        raise FleetError("unknown engine %r (one of: %s)" % (engine, ", ".join(ENGINES)))
+    engine = engines.get(engine)
     spec = spec_of(csr)
     reasons = _signer_reasons(spec) + _usage_reasons(spec)
     cn = None

@@ -7,10 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-
-ENGINES = ("karmada", "ocm")
 
 
 def cluster_id(member):
@@ -22,11 +20,6 @@ def cluster_id(member):
     return namespace["metadata"]["uid"]
 
 
-_MEMBER_KIND = {"karmada": (karmada.CLUSTER, karmada.summarize_cluster),
-                "ocm": (ocm.MANAGED_CLUSTER, ocm.summarize_managed_cluster)}
-_ENGINE_FACTS = {"karmada": karmada, "ocm": ocm}  # recorded_cluster_id and endpoints_of of each engine's member kind
-
-
 def registered_member(engine, members, name, cluster_id, member):
     """The hub's member object ``name`` among ``members`` (or None), after refusing every breach of the identity rule.
 
@@ -34,17 +27,18 @@ def registered_member(engine, members, name, cluster_id, member):
     reached at ``member``, a URL) must not be recorded under another name. The messages name both clusters and their
     ids. An object without a recorded id (an OCM cluster accepted outside the collection) is not compared.
     """
-    facts, kind = _ENGINE_FACTS[engine], member_kind(engine).kind
+    engine = engines.get(engine)
+    kind = engine.member_kind.kind
     existing = next((obj for obj in members if obj["metadata"]["name"] == name), None)
-    recorded = facts.recorded_cluster_id(existing) if existing is not None else None
+    recorded = engine.recorded_cluster_id(existing) if existing is not None else None
     if recorded and recorded != cluster_id:
         raise FleetError("%s '%s' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, "
                          "cluster id %s): refusing to give this member its name; choose another cluster_name, or remove "
-                         "'%s' from the hub first" % (kind, name, ", ".join(facts.endpoints_of(existing)) or "endpoint unknown",
+                         "'%s' from the hub first" % (kind, name, ", ".join(engine.endpoints_of(existing)) or "endpoint unknown",
                                                       recorded, member, cluster_id, name))
     for obj in members:
         other = obj["metadata"]["name"]
-        if other != name and facts.recorded_cluster_id(obj) == cluster_id:
+        if other != name and engine.recorded_cluster_id(obj) == cluster_id:
             raise FleetError("this member (%s, cluster id %s) is already registered on the hub as %s '%s': refusing to "
                              "register it again as '%s'; use cluster_name=%s, or remove '%s' first"
                              % (member, cluster_id, kind, other, name, other, other))
@@ -53,23 +47,17 @@ def registered_member(engine, members, name, cluster_id, member):
 
 def validate_cluster_name(engine, name):
     """FleetError unless ``name`` can name a member cluster: a DNS-1123 label of 1 to 48 (Karmada) or 63 (OCM) characters."""
-    if engine == "karmada":
-        karmada.validate_cluster_name(name)
-    elif not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \
-            or not karmada.DNS1123_LABEL_RE.match(name):
-        raise FleetError("invalid cluster name %r: OCM cluster names are DNS-1123 labels (lowercase letters, digits "
-                         "and '-', starting and ending with a letter or digit) of 1 to %d characters"
-                         % (name, ocm.CLUSTER_NAME_MAX_LENGTH))
+    engines.get(engine).validate_cluster_name(name)
 
 
 def member_kind(engine):
     """The hub kind that stands for a member cluster under ``engine``."""
-    return _MEMBER_KIND[engine][0]
+    return engines.get(engine).member_kind
 
 
 def summarize(engine, obj):
     """Engine-neutral summary of a member cluster object, with the object itself under ``object``."""
-    summary = _MEMBER_KIND[engine][1](obj)
+    summary = engines.get(engine).summarize(obj)
     summary["created"] = obj["metadata"].get("creationTimestamp")
     summary["object"] = resources.presentable(obj)
     return summary
@@ -89,22 +77,18 @@ def member_clusters(hub, engine, name=None, label_selectors=None):
     return sorted((summarize(engine, o) for o in objs), key=lambda s: s["name"])
 
 
-# What "ready" means for a member cluster when cluster_info waits without a wait_condition.
-READY_CONDITIONS = {"karmada": resources.wanted_condition("Ready"),
-                    "ocm": resources.wanted_condition(ocm.AVAILABLE)}
-
-
 def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=None, timeout=120,
                       interval=resources.WAIT_SLEEP):
     """Wait until every cluster :func:`member_clusters` lists has ``condition``; return their summaries.
 
     ``condition`` is a :func:`resources.wanted_condition` dict, by default the engine's readiness
-    (:data:`READY_CONDITIONS`). With ``name`` the cluster must also exist; with selectors only, the
+    (:attr:`engines.Engine.ready_condition`). With ``name`` the cluster must also exist; with selectors only, the
     clusters that match are waited for (none: nothing to wait for). The timeout message names the
     clusters not there yet and what was last seen of each.
     """
-    wanted = condition or READY_CONDITIONS[engine]
-    kind = member_kind(engine)
+    engine = engines.get(engine)
+    wanted = condition or engine.ready_condition
+    kind = engine.member_kind
     seen = {}
 
     def check():

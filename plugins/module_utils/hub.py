@@ -24,7 +24,7 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, engines, karmada, ocm, pki, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - client.py reports the missing library 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NAME = bootstrap.CLUSTER_INFO.split("/")
 NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/get/list/watch CSRs
-KARMADA_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
+KARMADA_LABELS = engines.get("karmada").hub_labels
 OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
 
 CLUSTER_MANAGER_NAME = "cluster-manager"
@@ -47,10 +47,6 @@ GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub
 
 # Seconds to connect to the hub's API server when reading its serving certificate.
 TLS_TIMEOUT = 10
-
-_CLUSTER_INFO_READER = {"karmada": "system:karmada:bootstrap-signer-clusterinfo",
-                        "ocm": "open-cluster-management:bootstrap-signer-clusterinfo"}
-
 
 def _meta(name, namespace=None, labels=None):
     meta = {"name": name}
@@ -89,8 +85,8 @@ def _cluster_role_binding(name, role, subjects, labels=None):
 
 def cluster_info_reader(engine):
     """Role and RoleBinding in kube-public letting ``system:anonymous`` get cluster-info (as kubeadm does)."""
-    name = _CLUSTER_INFO_READER[engine]
-    labels = KARMADA_LABELS if engine == "karmada" else None
+    engine = engines.get(engine)
+    name, labels = engine.cluster_info_reader, engine.hub_labels
     return [
         (ROLE, {"metadata": _meta(name, CLUSTER_INFO_NAMESPACE, labels),
                 "rules": [_rule("", "configmaps", ["get"], [CLUSTER_INFO_NAME])]}),
@@ -119,8 +115,9 @@ def karmada_objects(csr_auto_approval=True):
     return (wanted + approval, []) if csr_auto_approval else (wanted, approval)
 
 
-def ocm_objects():
-    """``(wanted, unwanted)`` object lists for an OCM hub (names and rules of ``clusteradm init``)."""
+def ocm_objects(csr_auto_approval=True):
+    """``(wanted, unwanted)`` object lists for an OCM hub (names and rules of ``clusteradm init``); OCM sets automatic
+    CSR approval in its ClusterManager, not by RBAC (``csr_auto_approval`` is Karmada's)."""
     namespace, account = tokens.OCM_NAMESPACE, tokens.OCM_BOOTSTRAP_SA
     wanted = [
         (NAMESPACE, {"metadata": _meta(namespace)}),
@@ -138,9 +135,13 @@ def ocm_objects():
     return wanted, []
 
 
+# The hub objects of each engine, by its name.
+REGISTRATION_OBJECTS = {"karmada": karmada_objects, "ocm": ocm_objects}
+
+
 def registration_objects(engine, csr_auto_approval=True):
     """``(wanted, unwanted)``: objects to ensure and objects to remove for ``engine``."""
-    return karmada_objects(csr_auto_approval) if engine == "karmada" else ocm_objects()
+    return REGISTRATION_OBJECTS[engines.get(engine).name](csr_auto_approval)
 
 
 # --- cluster-info -------------------------------------------------------------------------------
@@ -345,7 +346,7 @@ def ensure_registration(hub, engine, hub_apiserver=None, ca_pem=None, csr_auto_a
     wanted, unwanted = registration_objects(engine, csr_auto_approval)
     outcomes = [info_outcome] + [_ensure(hub, kind, desired, check_mode) for kind, desired in wanted]
     outcomes += [_delete(hub, kind, desired, check_mode) for kind, desired in unwanted]
-    grpc = grpc_endpoint(hub) if engine == "ocm" else None
+    grpc = grpc_endpoint(hub) if engines.get(engine).grpc_registration else None
     if grpc and not (grpc["server"] and grpc["ca_pem"]):
         warnings.append("the ClusterManager has the grpc registration driver, but %s: members cannot use it yet"
                         % ("no hostname endpoint for it" if not grpc["server"] else

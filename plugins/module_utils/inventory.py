@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import fnmatch
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -27,7 +27,6 @@ HUB_GROUP = "hub"
 MEMBERS_GROUP = "members"
 MODES = ("push", "pull")
 # The registration_mode site.yml uses for a member that names none: OCM registers only by pull.
-DEFAULT_MODE = {"karmada": "push", "ocm": "pull"}
 # The hub's connection settings an inventory may show: every authentication option except the bearer token.
 SHOWN_CONNECTION = tuple(option for option in AUTH_OPTIONS if option != "api_key")
 # What the hub reports about a member that the inventory keeps (and caches): the summary without the object.
@@ -168,10 +167,10 @@ def member_vars(engine, name, observed, mapping):
     registered), the connection settings ``mapping`` gives, then the declared variables, which win."""
     variables = {"ansible_connection": "local", "cluster_name": name}
     if observed is None:
-        variables.update(registration_mode=DEFAULT_MODE[engine], fleet_registered=False, fleet_ready=False)
+        variables.update(registration_mode=engines.get(engine).default_mode, fleet_registered=False, fleet_ready=False)
         variables.update((var, None) for var, _key in FACTS)
     else:
-        variables["registration_mode"] = (observed.get("mode") or DEFAULT_MODE[engine]).lower()
+        variables["registration_mode"] = (observed.get("mode") or engines.get(engine).default_mode).lower()
         variables.update((key, observed[key]) for key in PLACEMENT if observed.get(key) not in (None, "", [], {}))
         variables.update(fleet_registered=True, fleet_ready=bool(observed.get("ready")))
         variables.update((var, observed.get(key)) for var, key in FACTS)
@@ -189,8 +188,7 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
     settings) and the hub's host name, the group variable ``fleet_hub`` of ``members``: a member's play
     finds the hub there when the hub is not in its inventory (AWX job slicing).
     """
-    if engine not in fleet.ENGINES:
-        raise FleetError("engine must be one of %s, got %r" % (", ".join(fleet.ENGINES), engine))
+    engines.get(engine)  # a known engine
     if not isinstance(hub_vars or {}, dict):
         raise FleetError("hub_vars must be a dictionary of variables, got %r" % (hub_vars,))
     all_groups = ([HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES]

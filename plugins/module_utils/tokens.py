@@ -26,7 +26,6 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.client import C
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE_DURATION_SECONDS, LeaseLock
 
-ENGINE_GROUPS = {"karmada": bootstrap.KARMADA_DEFAULT_GROUP, "ocm": bootstrap.OCM_DEFAULT_GROUP}
 # A token that would outlive the requested TTL by more than this is not reused (clock skew allowance).
 EXPIRY_SLACK_SECONDS = 60
 CREATE_ATTEMPTS = 3

@@ -25,7 +25,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, karmada, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
@@ -366,7 +366,7 @@ class KarmadaWorks:
         return True, None
 
 
-ENGINES = {"ocm": OcmWorks, "karmada": KarmadaWorks}
+WORKS = dict((works.name, works) for works in (OcmWorks, KarmadaWorks))  # the works of each engine, by its name
 
 
 def _condition_status(conditions, condition_type):
@@ -534,7 +534,7 @@ def check_clusters(hub, engine, clusters):
         found = resources.get(hub, resources.NAMESPACE, namespace)
         if found is None:
             return ("has no namespace %s on the hub yet (the hub controllers create it for a registered%s cluster)"
-                    % (namespace, " and accepted" if engine.name == "ocm" else ""))
+                    % (namespace, " and accepted" if engines.get(engine.name).accepts_clients else ""))
         if found["metadata"].get("deletionTimestamp"):
             return "has its namespace %s on the hub being deleted (is the cluster being removed?)" % namespace
         return None
@@ -670,7 +670,7 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
     :func:`parse_wait_condition`), checked every ``interval`` seconds. In check mode the writes are server
     dry runs and the wait is skipped.
     """
-    engine = ENGINES[engine_name]
+    engine = WORKS[engines.get(engine_name).name]
     _check_name(name)
     clusters = _clusters(engine_name, clusters)
     wanted = parse_wait_condition(wait_condition)
@@ -696,7 +696,7 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
 
 def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=resources.WAIT_SLEEP):
     """state=absent: delete the work on every cluster (a work already being deleted is left alone)."""
-    engine = ENGINES[engine_name]
+    engine = WORKS[engines.get(engine_name).name]
     _check_name(name)
     clusters = _clusters(engine_name, clusters)
     kind = engine.kind

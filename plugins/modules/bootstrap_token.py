@@ -253,30 +253,22 @@ objects:
   sample: ["Secret/kube-system/bootstrap-token-abcdef: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, hub, karmada, tokens
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, engines, hub, karmada, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 BOOTSTRAP_ONLY = ("token_id", "usages", "groups", "description")
 
 
-def cli_command(engine, token, server, pins):
-    """The karmadactl / clusteradm command line a member would run with this token."""
-    if engine == "karmada":
-        command = "karmadactl register %s --token %s" % (server.replace("https://", ""), token)
-        return command + (" --discovery-token-ca-cert-hash %s" % ",".join(pins) if pins else "")
-    return "clusteradm join --hub-token %s --hub-apiserver %s" % (token, server)
-
-
 def present(module, cluster, ttl_seconds):
     params = module.params
+    engine = engines.get(params["engine"])
     if params["token_type"] == "service_account":
         done = tokens.service_account_token(cluster, ttl_seconds, params["token"], module.check_mode)
         result = dict(changed=done["action"] != "unchanged", token=done["token"], token_id=None,
                       expiration=done["expiration"], reasons=done["reasons"], objects=[done["summary"]])
     else:
-        groups = params["groups"] if params["groups"] is not None else [tokens.ENGINE_GROUPS[params["engine"]]]
+        groups = params["groups"] if params["groups"] is not None else [engine.bootstrap_group]
         usages = params["usages"] if params["usages"] is not None else list(bootstrap.DEFAULT_USAGES)
         done = tokens.ensure_token(cluster, groups, usages, ttl_seconds, params["description"], params["token"],
                                    params["token_id"], module.check_mode, create=params["create"])
@@ -286,10 +278,10 @@ def present(module, cluster, ttl_seconds):
                       description=info["description"], reasons=done["reasons"], objects=[done["summary"]],
                       diff=done["diff"])
     server, pins = hub.hub_endpoint(cluster, params["hub_apiserver"])
-    if not pins and params["engine"] == "karmada":
+    if not pins and engine.cli_pins:
         result["warnings"] = ["no CA certificate is known for the hub, so no --discovery-token-ca-cert-hash can be given"]
     result.update(hub_apiserver=server, ca_cert_hashes=pins,
-                  cli_command=cli_command(params["engine"], result["token"], server, pins) if result["token"] else None)
+                  cli_command=engine.cli_command(result["token"], server, pins) if result["token"] else None)
     return result
 
 
@@ -321,7 +313,7 @@ def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(
         argument_spec=dict(
-            engine=dict(type="str", required=True, choices=list(ENGINES)),
+            engine=dict(type="str", required=True, choices=list(engines.NAMES)),
             state=dict(type="str", default="present", choices=["present", "absent"]),
             token_type=dict(type="str", default="bootstrap_token", choices=["bootstrap_token", "service_account"]),
             token=dict(type="str", no_log=True),

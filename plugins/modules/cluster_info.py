@@ -177,7 +177,7 @@ clusters:
       type: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -196,7 +196,7 @@ def run(module):
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(argument_spec=dict(
-        engine=dict(type="str", required=True, choices=list(fleet.ENGINES)),
+        engine=dict(type="str", required=True, choices=list(engines.NAMES)),
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
         **resources.wait_argument_spec(condition=True)

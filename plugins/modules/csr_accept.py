@@ -202,7 +202,7 @@ clusters:
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.accept import accept
-from ansible_collections.multicluster.fleet.plugins.module_utils.csr import ENGINES
+from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -220,7 +220,7 @@ def module_spec():
     wait = resources.wait_argument_spec()
     wait["wait_timeout"]["aliases"] = ["timeout"]
     return dict(argument_spec=dict(
-        engine=dict(type="str", required=True, choices=list(ENGINES)),
+        engine=dict(type="str", required=True, choices=list(NAMES)),
         clusters=dict(type="list", elements="str", required=True),
         requesters=dict(type="list", elements="str"),
         deny_invalid=dict(type="bool", default=False),

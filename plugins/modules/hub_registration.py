@@ -173,7 +173,7 @@ grpc:
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import hub
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES
+from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -201,7 +201,7 @@ def run(module):
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(argument_spec=dict(
-        engine=dict(type="str", required=True, choices=list(ENGINES)),
+        engine=dict(type="str", required=True, choices=list(NAMES)),
         state=dict(type="str", default="present", choices=["present", "absent"]),
         hub_apiserver=dict(type="str"),
         hub_ca_cert=dict(type="path"),

@@ -374,7 +374,7 @@ diff:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources, work
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import ENGINES
+from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -402,7 +402,7 @@ def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(
         argument_spec=dict(
-            engine=dict(type="str", required=True, choices=list(ENGINES)),
+            engine=dict(type="str", required=True, choices=list(NAMES)),
             name=dict(type="str", required=True),
             clusters=dict(type="list", elements="str", required=True),
             state=dict(type="str", choices=["present", "absent"], default="present"),

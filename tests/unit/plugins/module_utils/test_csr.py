@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import csr
+from ansible_collections.multicluster.fleet.plugins.module_utils import csr, engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 KARMADA_CN = "system:karmada:agent:east"
@@ -213,7 +213,7 @@ class TestRefused:
         assert len(reasons("ocm", obj)) == 7
 
     def test_unknown_engine(self):
-        with pytest.raises(FleetError, match="unknown engine 'fleetd'"):
+        with pytest.raises(FleetError, match="engine must be one of karmada, ocm, got 'fleetd'"):
             csr.check("fleetd", "east", make())
 
 
@@ -239,6 +239,6 @@ class TestReading:
         assert csr.common_name(broken) is None
 
     def test_ocm_agent_name(self):
-        assert csr.ocm_agent_name("east", OCM_CN) == "k7x2p"
-        assert csr.ocm_agent_name("eas", OCM_CN) is None
-        assert csr.ocm_agent_name("east", None) is None
+        assert engines.OcmEngine.agent_name("east", OCM_CN) == "k7x2p"
+        assert engines.OcmEngine.agent_name("eas", OCM_CN) is None
+        assert engines.OcmEngine.agent_name("east", None) is None

@@ -13,8 +13,8 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.resources impor
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
        "spec": {"containers": [{"name": "hello", "image": "busybox"}]}}
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}, "data": {"a": "1"}}
-OCM = work.ENGINES["ocm"]
-KARMADA = work.ENGINES["karmada"]
+OCM = work.WORKS["ocm"]
+KARMADA = work.WORKS["karmada"]
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def register(hub, engine, *names, accepted=True, namespace=True):
         else:
             hub.add(CLUSTER, {"metadata": {"name": name}, "spec": {"syncMode": "Push"}})
         if namespace:
-            hub.add(NAMESPACE, {"metadata": {"name": work.ENGINES[engine].namespace(name)}})
+            hub.add(NAMESPACE, {"metadata": {"name": work.WORKS[engine].namespace(name)}})
 
 
 def condition(kind, status="True", reason="R", message="m", generation=None):

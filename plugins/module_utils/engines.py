@@ -1,0 +1,284 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The engines, Karmada and OCM, as objects: one per engine, chosen once from the ``engine`` option.
+
+An :class:`Engine` holds what the operations need to know of an engine and the rules that differ between them: the
+hub kind of a member cluster, its names and readiness, the identity its agents ask a certificate for (docs/architecture.md
+4.4, 4.6), which agent CSRs are a cluster's and what accepting it takes, its hub objects' names, how a member registers
+with it and which registration options are its own. The kinds, names and object builders themselves are in the fact
+modules ``karmada.py`` and ``ocm.py``; the operations with much per-engine code keep one class per engine, chosen by
+the engine's name (``work.WORKS``, ``register.FLOWS``, ``hub.REGISTRATION_OBJECTS``).
+
+``get(name)`` returns the engine of a name (or the engine given); :data:`NAMES` are the choices of every module's
+``engine`` option.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+
+# The agent part of an OCM agent's common name: one name, no colon.
+OCM_AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+# karmadactl register labels its agent CSRs so, and names them <cluster>-<5 random characters>.
+KARMADA_SYSTEM_LABEL = "karmada.io/system"
+
+
+def _spec(obj):
+    return (obj or {}).get("spec") or {}
+
+
+class Engine:
+    """What every engine has; see :class:`KarmadaEngine` and :class:`OcmEngine`."""
+
+    name = None
+    member_kind = None  # the hub kind that stands for a member cluster
+    ready_condition = None  # what "ready" means for a member cluster (a resources.wanted_condition)
+    default_mode = None  # the registration mode of a member without one (inventory)
+    bootstrap_group = None  # the group of its join tokens
+    cluster_info_reader = None  # the Role and RoleBinding letting anyone read kube-public/cluster-info
+    hub_labels = None  # the labels of its hub objects
+    grpc_registration = False  # its hub may offer the grpc registration driver
+    accepts_clients = False  # accepting a cluster also sets hubAcceptsClient on its member object
+    unsigned_discovery = False  # a member may discover the hub from an unsigned cluster-info (clusteradm join)
+    bootstrap_token_only = False  # a member registers with a bootstrap token only, not a ServiceAccount token
+    cli_pins = False  # its join command line names the hub CA pins (cli_command)
+
+    def __repr__(self):
+        return "<engine %s>" % self.name
+
+    # --- member clusters on the hub -------------------------------------------------------------
+
+    def validate_cluster_name(self, name):
+        """FleetError unless ``name`` can name a member cluster."""
+        raise NotImplementedError
+
+    def summarize(self, obj):
+        """The engine-neutral summary of a member object (see :func:`fleet.summarize`)."""
+        raise NotImplementedError
+
+    def recorded_cluster_id(self, obj):
+        raise NotImplementedError
+
+    def endpoints_of(self, obj):
+        raise NotImplementedError
+
+    def check_pull_registration(self, existing, cluster_name, allow_mode_change):
+        """FleetError when member object ``existing`` (or None) may not be registered by pull as it is."""
+
+    def is_push(self, member):
+        """The hub has ``member`` (its member object, or None) as a Push member: no agent runs for it."""
+        return False
+
+    def joined(self, member):
+        """The member object says the cluster's agent joined with a certificate."""
+        raise NotImplementedError
+
+    # --- agent certificates (csr.py, accept.py) -------------------------------------------------
+
+    def agent_organizations(self, cluster):
+        """The O of the subject of ``cluster``'s agent certificate, sorted."""
+        raise NotImplementedError
+
+    def common_name_problem(self, cluster, cn):
+        """Why ``cn`` is not an agent identity of ``cluster``, or None."""
+        raise NotImplementedError
+
+    def bootstrap_identities(self):
+        """The requesters besides bootstrap token users that may ask for an agent certificate, for messages."""
+        return "a bootstrap token user"
+
+    def is_bootstrap_identity(self, user):
+        """``user`` is one of the engine's bootstrap identities other than a bootstrap token user."""
+        return False
+
+    def renews_itself(self, cluster, user, cn):
+        """``user`` asking for ``cn`` is the agent of ``cluster`` renewing its own certificate."""
+        raise NotImplementedError
+
+    def csr_selector(self, clusters):
+        """The label selector of the agent CSRs of ``clusters``, or None to read every CSR."""
+        return None
+
+    def claims_csr(self, cluster, csr, common_name):
+        """``csr`` (asking for ``common_name``) claims to be the agent CSR of ``cluster``."""
+        raise NotImplementedError
+
+    # --- join tokens -------------------------------------------------------------------------------
+
+    def cli_command(self, token, server, pins):
+        """The command line a member would run to register with this token."""
+        raise NotImplementedError
+
+    # --- registration options (cluster_register) ------------------------------------------------
+
+    def check_registration_options(self, params):
+        """FleetError for a registration option (the module's parameters) that is another engine's."""
+        raise NotImplementedError
+
+
+class KarmadaEngine(Engine):
+    """Karmada: ``Cluster`` objects, push join or pull registration with the karmada-agent (4.3, 4.4)."""
+
+    name = "karmada"
+    member_kind = karmada.CLUSTER
+    ready_condition = resources.wanted_condition("Ready")
+    default_mode = "push"
+    bootstrap_group = bootstrap.KARMADA_DEFAULT_GROUP
+    cluster_info_reader = "system:karmada:bootstrap-signer-clusterinfo"
+    hub_labels = {"karmada.io/bootstrapping": "rbac-defaults"}
+    bootstrap_token_only = True
+    cli_pins = True
+
+    def validate_cluster_name(self, name):
+        karmada.validate_cluster_name(name)
+
+    def summarize(self, obj):
+        return karmada.summarize_cluster(obj)
+
+    def recorded_cluster_id(self, obj):
+        return karmada.recorded_cluster_id(obj)
+
+    def endpoints_of(self, obj):
+        return karmada.endpoints_of(obj)
+
+    def check_pull_registration(self, existing, cluster_name, allow_mode_change):
+        if self.is_push(existing) and not allow_mode_change:
+            raise FleetError("Cluster '%s' is registered on the hub in Push mode; registering it by pull would make it a "
+                             "Pull member: set allow_mode_change=true to do so, or keep joining it with "
+                             "multicluster.fleet.cluster_join" % cluster_name)
+
+    def is_push(self, member):
+        return _spec(member).get("syncMode") == "Push"
+
+    def joined(self, member):
+        return _spec(member).get("syncMode") == "Pull"
+
+    def agent_organizations(self, cluster):
+        return [karmada.AGENTS_GROUP]
+
+    def common_name_problem(self, cluster, cn):
+        if cn != karmada.agent_user(cluster):
+            return "CN %s is not %s, the agent identity of cluster %s" % (cn, karmada.agent_user(cluster), cluster)
+        return None
+
+    def renews_itself(self, cluster, user, cn):
+        return user == karmada.agent_user(cluster)
+
+    def claims_csr(self, cluster, csr, common_name):
+        if common_name == karmada.agent_user(cluster):
+            return True
+        metadata = csr.get("metadata") or {}
+        return ((metadata.get("labels") or {}).get(KARMADA_SYSTEM_LABEL) == "true"
+                and re.match(r"^%s-[a-z0-9]{5}$" % re.escape(cluster), metadata.get("name") or "") is not None)
+
+    def cli_command(self, token, server, pins):
+        command = "karmadactl register %s --token %s" % (server.replace("https://", ""), token)
+        return command + (" --discovery-token-ca-cert-hash %s" % ",".join(pins) if pins else "")
+
+    def check_registration_options(self, params):
+        if params.get("klusterlet_mode") or (params.get("registration_driver") or "csr") != "csr":
+            raise FleetError("klusterlet_mode and registration_driver are OCM settings; engine is %s" % self.name)
+        if params.get("accept"):
+            raise FleetError("accept is an OCM setting (clusteradm accept); a Karmada hub approves agent CSRs itself, or "
+                             "with multicluster.fleet.csr_accept; engine is %s" % self.name)
+
+
+class OcmEngine(Engine):
+    """Open Cluster Management: ``ManagedCluster`` objects, pull registration by the klusterlet (4.5, 4.6)."""
+
+    name = "ocm"
+    member_kind = ocm.MANAGED_CLUSTER
+    ready_condition = resources.wanted_condition(ocm.AVAILABLE)
+    default_mode = "pull"
+    bootstrap_group = bootstrap.OCM_DEFAULT_GROUP
+    cluster_info_reader = "open-cluster-management:bootstrap-signer-clusterinfo"
+    grpc_registration = True
+    accepts_clients = True
+    unsigned_discovery = True
+
+    def validate_cluster_name(self, name):
+        if not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \
+                or not karmada.DNS1123_LABEL_RE.match(name):
+            raise FleetError("invalid cluster name %r: OCM cluster names are DNS-1123 labels (lowercase letters, digits "
+                             "and '-', starting and ending with a letter or digit) of 1 to %d characters"
+                             % (name, ocm.CLUSTER_NAME_MAX_LENGTH))
+
+    def summarize(self, obj):
+        return ocm.summarize_managed_cluster(obj)
+
+    def recorded_cluster_id(self, obj):
+        return ocm.recorded_cluster_id(obj)
+
+    def endpoints_of(self, obj):
+        return ocm.endpoints_of(obj)
+
+    def joined(self, member):
+        return resources.condition_is(member, ocm.JOINED)
+
+    @staticmethod
+    def agent_name(cluster, cn):
+        """The agent name in an OCM agent's CN for ``cluster``, or None if ``cn`` is not one for it."""
+        prefix = ocm.agent_organization(cluster) + ":"
+        if not (cn or "").startswith(prefix):
+            return None
+        agent = cn[len(prefix):]
+        return agent if OCM_AGENT_NAME_RE.match(agent) else None
+
+    def agent_organizations(self, cluster):
+        return sorted([ocm.agent_organization(cluster), ocm.MANAGED_CLUSTERS_GROUP])
+
+    def common_name_problem(self, cluster, cn):
+        if self.agent_name(cluster, cn) is None:
+            return "CN %s is not %s:<agent-name>, an agent identity of cluster %s" % (cn, ocm.agent_organization(cluster),
+                                                                                     cluster)
+        return None
+
+    def bootstrap_identities(self):
+        return "a bootstrap token user or %s" % ocm.BOOTSTRAP_SERVICE_ACCOUNT_USER
+
+    def is_bootstrap_identity(self, user):
+        return user == ocm.BOOTSTRAP_SERVICE_ACCOUNT_USER
+
+    def renews_itself(self, cluster, user, cn):
+        return user == cn and self.agent_name(cluster, user) is not None
+
+    def csr_selector(self, clusters):
+        return "%s in (%s),!%s" % (ocm.CLUSTER_NAME_LABEL, ",".join(clusters), ocm.ADDON_NAME_LABEL)
+
+    def claims_csr(self, cluster, csr, common_name):
+        labels = (csr.get("metadata") or {}).get("labels") or {}
+        return labels.get(ocm.CLUSTER_NAME_LABEL) == cluster and ocm.ADDON_NAME_LABEL not in labels
+
+    def cli_command(self, token, server, pins):
+        return "clusteradm join --hub-token %s --hub-apiserver %s" % (token, server)
+
+    def check_registration_options(self, params):
+        if params.get("deploy_agent") or params.get("provider") or params.get("region") or params.get("zones"):
+            raise FleetError("deploy_agent, provider, region and zones are Karmada settings (the klusterlet is installed by "
+                             "role multicluster.fleet.agent_install); engine is %s" % self.name)
+        if params.get("allow_mode_change"):
+            raise FleetError("allow_mode_change is a Karmada setting (an OCM cluster has no Push or Pull mode); engine is %s"
+                             % self.name)
+        if params.get("proxy_server_address"):
+            raise FleetError("%s: proxy_server_address is a Karmada setting (the agent's --proxy-server-address, which sets "
+                             "the Cluster's spec.proxyURL); engine is %s" % (client.describe(params["cluster_name"]), self.name))
+
+
+_BY_NAME = dict((engine.name, engine) for engine in (KarmadaEngine(), OcmEngine()))
+NAMES = tuple(_BY_NAME)  # the choices of every engine option
+
+
+def get(engine):
+    """The :class:`Engine` of name ``engine`` (an Engine is returned as it is); FleetError for an unknown name."""
+    if isinstance(engine, Engine):
+        return engine
+    try:
+        return _BY_NAME[engine]
+    except (KeyError, TypeError):
+        raise FleetError("engine must be one of %s, got %r" % (", ".join(NAMES), engine))
