@@ -121,6 +121,10 @@ class Engine:
         """FleetError for a registration option (the module's parameters) that is another engine's."""
         raise NotImplementedError
 
+    def klusterlet_placement(self, cluster_name, mode, driver):
+        """The :class:`ocm.Placement` of the cluster's Klusterlet (OCM), None without one."""
+        return None
+
 
 class KarmadaEngine(Engine):
     """Karmada: ``Cluster`` objects, push join or pull registration with the karmada-agent (4.3, 4.4)."""
@@ -187,6 +191,9 @@ class KarmadaEngine(Engine):
         if params.get("accept"):
             raise FleetError("accept is an OCM setting (clusteradm accept); a Karmada hub approves agent CSRs itself, or "
                              "with multicluster.fleet.csr_accept; engine is %s" % self.name)
+        if params.get("klusterlet_spec") is not None:
+            raise FleetError("klusterlet_spec is an OCM setting (the Klusterlet's images and resources); engine is %s"
+                             % self.name)
 
 
 class OcmEngine(Engine):
@@ -235,8 +242,8 @@ class OcmEngine(Engine):
 
     def common_name_problem(self, cluster, cn):
         if self.agent_name(cluster, cn) is None:
-            return "CN %s is not %s:<agent-name>, an agent identity of cluster %s" % (cn, ocm.agent_organization(cluster),
-                                                                                     cluster)
+            return "CN %s is not %s:<agent-name>, an agent identity of cluster %s" % (
+                cn, ocm.agent_organization(cluster), cluster)
         return None
 
     def bootstrap_identities(self):
@@ -258,6 +265,18 @@ class OcmEngine(Engine):
     def cli_command(self, token, server, pins):
         return "clusteradm join --hub-token %s --hub-apiserver %s" % (token, server)
 
+    def klusterlet_placement(self, cluster_name, mode, driver):
+        if mode is not None and mode not in ocm.KLUSTERLET_MODES:
+            raise FleetError("klusterlet_mode must be one of %s, got %r" % (", ".join(ocm.KLUSTERLET_MODES), mode))
+        if driver not in ocm.REGISTRATION_DRIVERS:
+            raise FleetError("registration_driver must be one of %s, got %r" % (", ".join(ocm.REGISTRATION_DRIVERS), driver))
+        placement = ocm.Placement(cluster_name, mode)
+        if placement.hosted and len(cluster_name) > ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH:
+            raise FleetError("cluster name %r is too long for klusterlet_mode %s: the Klusterlet and its namespace on the "
+                             "hosting cluster are named %s<cluster>, so the name may have at most %d characters"
+                             % (cluster_name, mode, ocm.HOSTED_PREFIX, ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH))
+        return placement
+
     def check_registration_options(self, params):
         if params.get("deploy_agent") or params.get("provider") or params.get("region") or params.get("zones"):
             raise FleetError("deploy_agent, provider, region and zones are Karmada settings (the klusterlet is installed by "
@@ -268,6 +287,8 @@ class OcmEngine(Engine):
         if params.get("proxy_server_address"):
             raise FleetError("%s: proxy_server_address is a Karmada setting (the agent's --proxy-server-address, which sets "
                              "the Cluster's spec.proxyURL); engine is %s" % (client.describe(params["cluster_name"]), self.name))
+        if params.get("klusterlet_spec") is not None:
+            ocm.validate_klusterlet_spec(params["klusterlet_spec"])
 
 
 _BY_NAME = dict((engine.name, engine) for engine in (KarmadaEngine(), OcmEngine()))

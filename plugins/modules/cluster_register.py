@@ -627,35 +627,25 @@ agent_namespace:
   sample: open-cluster-management-agent
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, karmada, ocm, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, register, registration
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
-
-OPTIONS = ("engine", "cluster_name", "state", "hub_apiserver", "token", "ca_cert_hashes", "unsafe_skip_ca_verification",
-           "force_internal_endpoint_lookup", "discovery_timeout", "csr_wait_timeout", "cert_expiration_seconds",
-           "renew_before", "api_endpoint", "wait_timeout", "wait_sleep", "klusterlet_mode", "registration_driver", "grpc_server",
-           "grpc_ca_pem", "force", "proxy_url", "proxy_ca_cert", "proxy_server_address", "wait", "deploy_agent", "agent_image",
-           "agent_replicas", "provider", "region", "zones", "accept", "allow_mode_change", "klusterlet_spec")
 
 
 def run(module):
     params = module.params
-    reg = register.Registration(**dict((name, params[name]) for name in OPTIONS))
+    reg = registration.Registration(params)
     hub = module.cluster(params["hub"], role="hub") if params["hub"] else None
     hosting = module.cluster(params["hosting"], role="hosting") if params["hosting"] else None
-    managed = None
-    if hosting and reg.state == "present":
-        managed = register.hosted_agents_kubeconfig(params["managed_kubeconfig"], params["kubeconfig"], params["context"],
-                                                    params["host"], client.describe(params["cluster_name"]))
     member = module.cluster(name=params["cluster_name"])
-    return register.run(member, hub, reg, module.check_mode, hosting=hosting, managed_kubeconfig=managed)
+    return register.run(member, hub, reg, module.check_mode, hosting=hosting)
 
 
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(argument_spec=dict(
-        engine=dict(type="str", required=True, choices=list(register.ENGINES)),
+        engine=dict(type="str", required=True, choices=list(engines.NAMES)),
         cluster_name=dict(type="str", required=True),
-        state=dict(type="str", default="present", choices=list(register.STATES)),
+        state=dict(type="str", default="present", choices=list(registration.STATES)),
         hub_apiserver=dict(type="str"),
         token=dict(type="str", no_log=True),
         ca_cert_hashes=dict(type="list", elements="str", default=[]),
@@ -664,7 +654,7 @@ def module_spec():
         discovery_timeout=dict(type="int", default=30),
         csr_wait_timeout=dict(type="int", default=300),
         cert_expiration_seconds=dict(type="int", default=31536000),
-        renew_before=dict(type="int", default=register.DEFAULT_RENEW_BEFORE_DAYS),
+        renew_before=dict(type="int", default=registration.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
         wait=dict(type="bool", default=False),
         accept=dict(type="bool", default=False),

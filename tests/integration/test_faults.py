@@ -24,7 +24,7 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, register_karmada, registration
 from apiproxy import ApiProxy
 from runner import COLLECTIONS, ROOT, recap_of
 
@@ -190,7 +190,7 @@ def member_bookkeeping(lab, member):
     """What a Karmada registration keeps on the member besides the agent kubeconfig: the Lease and the CSR in flight."""
     api = lab.api(member)
     return {"lease": api.exists("%s/%s" % (LEASES, lease_lock.REGISTRATION_LEASE)),
-            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + register.in_flight_name(member))}
+            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + registration.in_flight_name(member))}
 
 
 def agent_kubeconfig_path():
@@ -264,7 +264,7 @@ def bootstrap_user_may_read_csrs(lab, join):
     """What the hub's RBAC authorizer says now of a GET of a CSR by the join token's user (a SubjectAccessReview)."""
     review = lab.api(lab.hub).post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-        "spec": {"user": register.BOOTSTRAP_USER % join["token_id"],
+        "spec": {"user": register_karmada.BOOTSTRAP_USER % join["token_id"],
                  "groups": ["system:bootstrappers", bootstrap.KARMADA_DEFAULT_GROUP, "system:authenticated"],
                  "resourceAttributes": {"verb": "get", "group": "certificates.k8s.io",
                                         "resource": "certificatesigningrequests", "name": "any"}}})

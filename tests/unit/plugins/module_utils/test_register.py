@@ -16,7 +16,10 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, registration, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
+from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
@@ -94,13 +97,21 @@ def connector(bootstrap_hub, seen=None):
     return connect
 
 
+def registration_of(engine, cluster_name, **options):
+    """A Registration as module cluster_register builds it, from its argument spec's defaults; polls a second apart."""
+    params = dict((name, spec.get("default")) for name, spec in cluster_register.module_spec()["argument_spec"].items())
+    params.update(engine=engine, cluster_name=cluster_name, wait_sleep=1)
+    params.update(options)
+    return registration.Registration(params)
+
+
 def reg(engine="karmada", **kwargs):
     kwargs.setdefault("state", "present")
     if kwargs["state"] == "present":
         kwargs.setdefault("hub_apiserver", HUB_URL)
         kwargs.setdefault("token", TOKEN if engine == "karmada" else SA_TOKEN)
         kwargs.setdefault("unsafe_skip_ca_verification", "ca_cert_hashes" not in kwargs)
-    return register.Registration(engine, kwargs.pop("cluster_name", CLUSTER), **kwargs)
+    return registration_of(engine, kwargs.pop("cluster_name", CLUSTER), **kwargs)
 
 
 def secret_text(cluster, path, key):
@@ -128,10 +139,10 @@ def assert_no_secrets(result, *values):
 ])
 def test_cluster_names(engine, name, refusal):
     if refusal is None:
-        register.Registration(engine, name, state="absent")
+        registration_of(engine, name, state="absent")
     else:
         with pytest.raises(FleetError, match=refusal):
-            register.Registration(engine, name, state="absent")
+            registration_of(engine, name, state="absent")
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -159,7 +170,7 @@ def test_registration_normalizes():
     assert request.hub_apiserver == HUB_URL and request.ca_pins == ["sha256:" + "ab" * 32]
     assert request.renew_before == datetime.timedelta(days=7)
     assert reg("ocm").token == SA_TOKEN  # OCM also takes ServiceAccount tokens
-    absent = register.Registration("karmada", CLUSTER, state="absent")  # no token, hub or pin needed
+    absent = registration_of("karmada", CLUSTER, state="absent")  # no token, hub or pin needed
     assert absent.hub_apiserver is None and absent.ca_pins == []
 
 
@@ -210,8 +221,7 @@ def cluster_fakes(ca):
 
 
 def register_karmada(member, hub, bootstrap_hub, request, discovery, check_mode=False, seen=None):
-    return register.karmada_present(member, hub, request, check_mode, connect=connector(bootstrap_hub, seen),
-                                    discover_hub=discovery)
+    return KarmadaRegistration(member, hub, request, check_mode, connect=connector(bootstrap_hub, seen), discover_hub=discovery).present()
 
 
 def test_karmada_fresh_registration(ca, pin, cluster_fakes):
@@ -289,7 +299,7 @@ class DryRunMember(FakeCluster):
 def test_karmada_deploys_the_agent_after_the_registration(ca, pin):
     member, hub, bootstrap_hub = DryRunMember("member"), FakeCluster("hub"), BootstrapHub(ca)
     registered = register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin], deploy_agent=True), FakeDiscovery(ca))
-    result = register.karmada_agent(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, region="r1"), registered)
+    result = KarmadaRegistration(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, region="r1")).agent(registered)
     assert result["changed"] is True
     assert result["changes"][-4:] == ["member ServiceAccount/karmada-system/karmada-agent-sa: created",
                                       "member ClusterRole/karmada-agent: created",
@@ -311,7 +321,7 @@ def test_karmada_agent_wait_timeout_names_what_the_run_wrote(ca, pin):
     member, hub = DryRunMember("member"), FakeCluster("hub")
     registered = register_karmada(member, hub, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
     with pytest.raises(WaitTimeout) as exc_info:
-        register.karmada_agent(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, wait=True, wait_timeout=0), registered)
+        KarmadaRegistration(member, hub, reg(ca_cert_hashes=[pin], deploy_agent=True, wait=True, wait_timeout=0)).agent(registered)
     details = exc_info.value.details
     assert "Deployment/karmada-system/karmada-agent" in exc_info.value.msg and details["last_seen"]
     assert details["changed"] is True
@@ -365,22 +375,22 @@ def test_karmada_refuses_to_replace_another_clusters_agent(ca, pin, cluster_fake
 def test_credentials_problem_checks_the_pin_and_the_parts(ca, pin):
     cert, key = ca.client("system:karmada:agent:member1", ["system:karmada:agents"])
     args = ("system:karmada:agent:member1", "system:karmada:agents")
-    assert register.credentials_problem(reg(ca_cert_hashes=[pin]), HUB_URL, ca.pem, cert, key, *args) is None
-    assert register.credentials_problem(reg(), HUB_URL, ca.pem, cert, key, *args) is None  # unsafe: no pin to match
+    assert registration.credentials_problem(reg(ca_cert_hashes=[pin]), HUB_URL, ca.pem, cert, key, *args) is None
+    assert registration.credentials_problem(reg(), HUB_URL, ca.pem, cert, key, *args) is None  # unsafe: no pin to match
     wrong = "sha256:" + "0" * 64
-    assert register.credentials_problem(reg(ca_cert_hashes=[wrong]), HUB_URL, ca.pem, cert, key, *args) == (
+    assert registration.credentials_problem(reg(ca_cert_hashes=[wrong]), HUB_URL, ca.pem, cert, key, *args) == (
         "the stored hub CA (%s) is none of ca_cert_hashes" % pin)
-    assert "lack the hub CA" in register.credentials_problem(reg(), HUB_URL, None, cert, key, *args)
-    assert "no PEM certificate" in register.credentials_problem(reg(), HUB_URL, "junk", cert, key, *args)
+    assert "lack the hub CA" in registration.credentials_problem(reg(), HUB_URL, None, cert, key, *args)
+    assert "no PEM certificate" in registration.credentials_problem(reg(), HUB_URL, "junk", cert, key, *args)
 
 
 def test_karmada_renews_near_expiry(ca, pin, cluster_fakes, monkeypatch):
     member, hub, bootstrap_hub = cluster_fakes
     first = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
     expires = datetime.datetime.strptime(first["certificate_expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    monkeypatch.setattr(register, "_now", lambda: expires - datetime.timedelta(days=31))
+    monkeypatch.setattr(registration, "utc_now", lambda: expires - datetime.timedelta(days=31))
     assert register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))["changed"] is False
-    monkeypatch.setattr(register, "_now", lambda: expires - datetime.timedelta(days=29))
+    monkeypatch.setattr(registration, "utc_now", lambda: expires - datetime.timedelta(days=29))
     renewed = register_karmada(member, None, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
     assert renewed["changed"] and "within the renewal window" in renewed["reason"]
 
@@ -460,13 +470,13 @@ def test_discovery_waits_for_the_signer_then_gives_up(ca):
                                          "unknown, expired or not allowed to sign")
     naps = []
     discovery = FakeDiscovery(ca, errors=[missing, missing])
-    found = register.discover(reg(discovery_timeout=30), discovery, sleep=naps.append)
+    found = registration.discover(reg(discovery_timeout=30), discovery, sleep=naps.append)
     assert found["ca_pem"] == ca.pem and len(discovery.calls) == 3 and naps == [2.0, 2.0]
     with pytest.raises(FleetError) as exc_info:
-        register.discover(reg(discovery_timeout=0), FakeDiscovery(ca, errors=[missing]), sleep=naps.append)
+        registration.discover(reg(discovery_timeout=0), FakeDiscovery(ca, errors=[missing]), sleep=naps.append)
     assert "unknown, expired or not allowed to sign (checked for 0s" in exc_info.value.msg
     with pytest.raises(FleetError, match="does not verify"):  # other discovery failures are not retried
-        register.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
+        registration.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
 
 
 # --- Karmada absent ---------------------------------------------------------------------------------------
@@ -492,7 +502,7 @@ def deletes(cluster):
 
 def test_karmada_absent_removes_hub_then_member_in_order(ca, pin):
     member, hub = registered(ca, pin)
-    result = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    result = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert result["changed"] and result["warnings"] == []
     assert deletes(hub) == [
         karmada.WORK.path("karmada-es-member1", "w1"), karmada.WORK.path("karmada-es-member1", "w2"),
@@ -512,7 +522,7 @@ def test_karmada_absent_removes_hub_then_member_in_order(ca, pin):
         resources.CLUSTER_ROLE.path(None, "karmada-agent"), resources.SERVICE_ACCOUNT.path("karmada-system", "karmada-agent-sa"),
         AGENT_SECRET_PATH, NAMESPACE.path(None, "karmada-system"),
     ]
-    again = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    again = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert again["changed"] is False and all(c.endswith(": absent") for c in again["changes"])
 
 
@@ -545,7 +555,7 @@ def test_karmada_absent_that_times_out_says_what_it_deleted(ca, pin, fast_waits)
     member, hub = registered(ca, pin)
     held_after_delete(hub, karmada.CLUSTER, CLUSTER, finalizer=karmada.CLUSTER_FINALIZER)
     with pytest.raises(WaitTimeout) as caught:
-        register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent", wait_timeout=5))
+        KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent", wait_timeout=5)).absent()
     deleted = ["hub Work/karmada-es-member1/w1: deleted", "hub Work/karmada-es-member1/w2: deleted",
                "hub Cluster/member1: deleted"]
     assert caught.value.details["changed"] is True and caught.value.details["changes"] == deleted
@@ -557,9 +567,9 @@ def test_karmada_absent_that_times_out_says_what_it_deleted(ca, pin, fast_waits)
 
 def test_karmada_absent_check_mode_and_member_only(ca, pin):
     member, hub = registered(ca, pin)
-    checked = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"), check_mode=True)
+    checked = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent"), check_mode=True).absent()
     assert checked["changed"] and deletes(hub) == [] and deletes(member) == []
-    result = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    result = KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert "the hub still lists cluster member1" in result["warnings"][0]
     assert deletes(hub) == [] and AGENT_SECRET_PATH not in member.objects
 
@@ -567,16 +577,16 @@ def test_karmada_absent_check_mode_and_member_only(ca, pin):
 def test_karmada_absent_keeps_an_unlabelled_karmada_system(ca, pin):
     member, hub = registered(ca, pin)
     member.objects[NAMESPACE.path(None, "karmada-system")]["metadata"]["labels"] = {}
-    register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert NAMESPACE.path(None, "karmada-system") in member.objects
 
 
 def test_karmada_absent_refuses_push_clusters_and_other_agents(ca, pin):
     member, hub = registered(ca, pin, sync_mode="Push")
     with pytest.raises(FleetError, match="registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join"):
-        register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+        KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
     with pytest.raises(FleetError, match="belongs to system:karmada:agent:member1, not to cluster other: refusing to unregister"):
-        register.karmada_absent(member, hub, register.Registration("karmada", "other", state="absent"))
+        KarmadaRegistration(member, hub, registration_of("karmada", "other", state="absent")).absent()
     assert deletes(hub) == [] and deletes(member) == []
 
 
@@ -610,8 +620,7 @@ BOOTSTRAP_PATH = SECRET.path(ocm.AGENT_NAMESPACE, ocm.BOOTSTRAP_SECRET)
 def test_ocm_join_writes_bootstrap_kubeconfig_and_klusterlet(ca, pin):
     member = FakeCluster("member")
     discovery = FakeDiscovery(ca)
-    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"),
-                                  discover_hub=discovery)
+    result = OcmRegistration(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"), discover_hub=discovery).present()
     assert discovery.calls[0]["allow_unsigned"] is True and discovery.calls[0]["token"] == SA_TOKEN
     assert result["changed"] and result["joined"] is False and result["hub_server"] == HUB_URL
     config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))
@@ -626,8 +635,7 @@ def test_ocm_join_writes_bootstrap_kubeconfig_and_klusterlet(ca, pin):
                                  "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: created",
                                  "member Klusterlet/klusterlet: created"]
     assert_no_secrets(result, SA_TOKEN)
-    again = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"),
-                                 discover_hub=FakeDiscovery(ca))
+    again = OcmRegistration(member, None, reg("ocm", ca_cert_hashes=[pin], api_endpoint="https://10.0.0.7:6443"), discover_hub=FakeDiscovery(ca)).present()
     assert again["changed"] is False
 
 
@@ -637,7 +645,7 @@ def test_ocm_join_writes_the_klusterlet_whole_with_the_installers_fields(ca, pin
                  "resourceRequirement": {"type": "Default", "resourceRequirements": None},
                  "registrationConfiguration": {"clientCertExpirationSeconds": 86400}, "deployOption": {"other": 1}}
     request = reg("ocm", ca_cert_hashes=[pin], klusterlet_mode="Singleton", klusterlet_spec=installer)
-    register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, request, discover_hub=FakeDiscovery(ca)).present()
     spec = member.objects[ocm.KLUSTERLET.path(name="klusterlet")]["spec"]
     assert spec == {"clusterName": CLUSTER, "namespace": "open-cluster-management-agent",
                     "externalServerURLs": [{"url": "https://fake"}],
@@ -650,7 +658,7 @@ def test_ocm_join_writes_the_klusterlet_whole_with_the_installers_fields(ca, pin
                          "resourceRequirement": {"type": "Default", "resourceRequirements": None},
                          "registrationConfiguration": {"clientCertExpirationSeconds": 86400},
                          "deployOption": {"other": 1}}  # the option itself is left as given
-    assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
+    assert OcmRegistration(member, None, request, discover_hub=FakeDiscovery(ca)).present()["changed"] is False
 
 
 @pytest.mark.parametrize("engine, spec, message", [
@@ -667,10 +675,10 @@ def test_klusterlet_spec_leaves_the_registration_fields_to_the_registration(engi
 
 def test_ocm_joined_member_keeps_its_bootstrap_secret_for_a_new_token(ca, pin):
     member = FakeCluster("member")
-    register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin]), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm", ca_cert_hashes=[pin]), discover_hub=FakeDiscovery(ca)).present()
     joined(member, ca)
     never = FakeDiscovery(ca, errors=[AssertionError("no discovery expected")])
-    result = register.ocm_present(member, None, reg("ocm", ca_cert_hashes=[pin], token=OTHER_TOKEN), discover_hub=never)
+    result = OcmRegistration(member, None, reg("ocm", ca_cert_hashes=[pin], token=OTHER_TOKEN), discover_hub=never).present()
     assert result["changed"] is False and result["joined"] is True and result["reason"] is None
     assert result["certificate_expiration"] and never.calls == []
     assert OTHER_TOKEN not in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
@@ -683,7 +691,7 @@ def test_ocm_joined_member_keeps_its_bootstrap_secret_for_a_new_token(ca, pin):
 def test_ocm_rejoins_when_the_stored_certificate_does_not_fit(ca, stored_cluster, stored_server, fragment):
     member = FakeCluster("member")
     joined(member, ca, stored_cluster, stored_server)
-    result = register.ocm_present(member, None, reg("ocm", token=OTHER_TOKEN), discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, reg("ocm", token=OTHER_TOKEN), discover_hub=FakeDiscovery(ca)).present()
     assert fragment in result["reason"] and result["joined"] is False
     assert OTHER_TOKEN in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
 
@@ -693,7 +701,7 @@ def test_ocm_join_waits_for_the_klusterlet(ca, pin):
     member = FakeCluster("member")
     waiting = reg("ocm", ca_cert_hashes=[pin], wait=True, wait_timeout=0)
     with pytest.raises(WaitTimeout) as raised:
-        register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
+        OcmRegistration(member, None, waiting, discover_hub=FakeDiscovery(ca)).present()
     assert "waiting for Klusterlet/klusterlet on cluster 'member'" in raised.value.msg
     assert raised.value.details["last_seen"] == "no Applied condition yet"
     assert raised.value.details["changed"] is True
@@ -702,51 +710,50 @@ def test_ocm_join_waits_for_the_klusterlet(ca, pin):
     klusterlet["status"] = {"conditions": [{"type": "Applied", "status": "True"}, {"type": "Available", "status": "False",
                                                                                    "reason": "NoAvailablePods", "message": "0/1"}]}
     with pytest.raises(WaitTimeout, match=r"last seen: Available=False \(NoAvailablePods: 0/1\)"):
-        register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
+        OcmRegistration(member, None, waiting, discover_hub=FakeDiscovery(ca)).present()
     klusterlet["status"]["conditions"][1].update(status="True", reason="KlusterletAvailable")
-    result = register.ocm_present(member, None, waiting, discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, waiting, discover_hub=FakeDiscovery(ca)).present()
     assert result["changed"] is False
     # check mode writes nothing, so it waits for nothing
     fresh = FakeCluster("member")
-    result = register.ocm_present(fresh, None, reg("ocm", wait=True, wait_timeout=0), check_mode=True,
-                                  discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(fresh, None, reg("ocm", wait=True, wait_timeout=0), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
     assert result["changed"] and fresh.objects == {}
 
 
 def test_ocm_check_mode_and_missing_klusterlet_api(ca):
     member = FakeCluster("member")
-    result = register.ocm_present(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
     assert result["changed"] and member.objects == {}
     bare = NoKlusterletApi("member")
     discovery = FakeDiscovery(ca)
     with pytest.raises(FleetError, match="install the klusterlet operator first"):
-        register.ocm_present(bare, None, reg("ocm"), discover_hub=discovery)
+        OcmRegistration(bare, None, reg("ocm"), discover_hub=discovery).present()
     assert bare.objects == {} and discovery.calls == []
 
 
 def test_ocm_absent(ca):
     member, hub = FakeCluster("member"), FakeCluster("hub")
-    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca)).present()
     joined(member, ca)
     hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": CLUSTER}})
-    result = register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent"))
+    result = OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent")).absent()
     assert result["changes"] == ["member Klusterlet/klusterlet: deleted",
                                  "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
                                  "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
                                  "hub ManagedCluster/member1: deleted"]
     assert hub.objects == {} and NAMESPACE.path(None, "open-cluster-management-agent") in member.objects
-    alone = register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent"))
+    alone = OcmRegistration(member, None, registration_of("ocm", CLUSTER, state="absent")).absent()
     assert alone["changed"] is False and "the hub still lists ManagedCluster member1" in alone["warnings"][0]
 
 
 def test_ocm_absent_that_times_out_says_what_it_deleted(ca, fast_waits):
     member, hub = FakeCluster("member"), FakeCluster("hub")
-    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca)).present()
     joined(member, ca)
     hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": CLUSTER}})
     held_after_delete(hub, ocm.MANAGED_CLUSTER, CLUSTER, finalizer="cluster.open-cluster-management.io/api-resource-cleanup")
     with pytest.raises(WaitTimeout) as caught:
-        register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent", wait_timeout=5))
+        OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent", wait_timeout=5)).absent()
     assert caught.value.details["changed"] is True and caught.value.details["changes"] == [
         "member Klusterlet/klusterlet: deleted",
         "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
@@ -757,23 +764,25 @@ def test_ocm_absent_that_times_out_says_what_it_deleted(ca, fast_waits):
 
 def test_ocm_absent_refuses_another_clusters_klusterlet(ca):
     member = FakeCluster("member")
-    register.ocm_present(member, None, reg("ocm", cluster_name="member2"), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm", cluster_name="member2"), discover_hub=FakeDiscovery(ca)).present()
     joined = len(member.calls)
     with pytest.raises(FleetError, match="registers cluster member2, not member1: refusing to unjoin another cluster"):
-        register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent"))
+        OcmRegistration(member, None, registration_of("ocm", CLUSTER, state="absent")).absent()
     discovery = FakeDiscovery(ca)
     with pytest.raises(FleetError, match="refusing to join as another cluster [(]unjoin member2 first[)]"):
-        register.ocm_present(member, None, reg("ocm"), discover_hub=discovery)
+        OcmRegistration(member, None, reg("ocm"), discover_hub=discovery).present()
     assert [method for method, dummy, dummy in member.calls[joined:] if method != "GET"] == [] and discovery.calls == []
 
 
 def test_run_dispatches(ca, monkeypatch):
     calls = []
-    for name in ("karmada_present", "karmada_absent", "ocm_present", "ocm_absent"):
-        monkeypatch.setattr(register, name, lambda *args, _name=name, **kwargs: calls.append(_name) or {})
+    for flow in (KarmadaRegistration, OcmRegistration):
+        for step in ("present", "absent"):
+            name = "%s_%s" % (flow.engine, step)
+            monkeypatch.setattr(flow, step, lambda *args, _name=name, **kwargs: calls.append(_name) or {})
     for engine in ("karmada", "ocm"):
         register.run(None, None, reg(engine))
-        register.run(None, None, register.Registration(engine, CLUSTER, state="absent"))
+        register.run(None, None, registration_of(engine, CLUSTER, state="absent"))
     assert calls == ["karmada_present", "karmada_absent", "ocm_present", "ocm_absent"]
 
 
@@ -812,8 +821,8 @@ MANAGED_KUBECONFIG = "apiVersion: v1\nkind: Config\n# the managed cluster, as th
 def test_ocm_hosted_join_writes_to_the_hosting_cluster(ca, pin):
     member, hosting = FakeCluster("member"), FakeCluster("hosting")
     request = reg("ocm", ca_cert_hashes=[pin], klusterlet_mode="Hosted")
-    result = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca), hosting=hosting,
-                                  managed_kubeconfig=MANAGED_KUBECONFIG)
+    request.managed_kubeconfig = MANAGED_KUBECONFIG
+    result = OcmRegistration(member, None, request, hosting=hosting, discover_hub=FakeDiscovery(ca)).present()
     assert member.objects == {} and result["klusterlet"] == "klusterlet-member1"
     assert result["changes"] == ["hosting Namespace/klusterlet-member1: created",
                                  "hosting Secret/klusterlet-member1/bootstrap-hub-kubeconfig: created",
@@ -827,11 +836,9 @@ def test_ocm_hosted_join_writes_to_the_hosting_cluster(ca, pin):
                                   "externalServerURLs": [{"url": member.server}], "deployOption": {"mode": "Hosted"},
                                   "registrationConfiguration": {"registrationDriver": {"authType": "csr"}}}
     assert_no_secrets(result, SA_TOKEN)
-    again = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca), hosting=hosting,
-                                 managed_kubeconfig=MANAGED_KUBECONFIG)
+    again = OcmRegistration(member, None, request, hosting=hosting, discover_hub=FakeDiscovery(ca)).present()
     assert again["changed"] is False
-    gone = register.ocm_absent(member, None, register.Registration("ocm", CLUSTER, state="absent", klusterlet_mode="Hosted"),
-                               hosting=hosting)
+    gone = OcmRegistration(member, None, registration_of("ocm", CLUSTER, state="absent", klusterlet_mode="Hosted"), hosting=hosting).absent()
     assert gone["changes"] == ["hosting Klusterlet/klusterlet-member1: deleted",
                                "hosting Secret/klusterlet-member1/bootstrap-hub-kubeconfig: deleted",
                                "hosting Secret/klusterlet-member1/hub-kubeconfig-secret: absent",
@@ -843,7 +850,7 @@ def test_ocm_grpc_driver_writes_the_grpc_bootstrap_config(ca, pin):
     member = FakeCluster("member")
     request = reg("ocm", ca_cert_hashes=[pin], registration_driver="grpc", grpc_server="grpc.hub.example:443",
                   grpc_ca_pem=ca.pem)
-    result = register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, request, discover_hub=FakeDiscovery(ca)).present()
     config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "config.yaml"))
     assert config == {"url": "grpc.hub.example:443", "caData": pki.b64(ca.pem), "token": SA_TOKEN}
     assert yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))["current-context"] == "bootstrap"
@@ -851,7 +858,7 @@ def test_ocm_grpc_driver_writes_the_grpc_bootstrap_config(ca, pin):
     assert klusterlet["spec"]["registrationConfiguration"] == {"registrationDriver": {"authType": "grpc"}}
     assert "deployOption" not in klusterlet["spec"]  # no klusterlet_mode given: the installer's choice is kept
     assert_no_secrets(result, SA_TOKEN)
-    assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
+    assert OcmRegistration(member, None, request, discover_hub=FakeDiscovery(ca)).present()["changed"] is False
 
 
 def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
@@ -861,13 +868,13 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
               "contexts": [{"name": "m", "context": {"cluster": "c", "user": "u"}}]}
     path = tmp_path / "member.kubeconfig"
     path.write_text(yaml.safe_dump(config))
-    for text in (register.hosted_agents_kubeconfig(str(path), None, None),
-                 register.hosted_agents_kubeconfig(None, str(path), "m")):
+    for text in (registration.hosted_agents_kubeconfig(str(path), None, None),
+                 registration.hosted_agents_kubeconfig(None, str(path), "m")):
         assert pki.read_kubeconfig(text)["server"] == "https://member:6443"
     monkeypatch.setenv("KUBECONFIG", str(path))
-    assert pki.read_kubeconfig(register.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
+    assert pki.read_kubeconfig(registration.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
     with pytest.raises(FleetError, match="set managed_kubeconfig"):
-        register.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
+        registration.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
 
 
 # --- OCM acceptance with the join (accept) ----------------------------------------------------------------------
@@ -882,7 +889,7 @@ def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
     hub = Hub(fake_cluster)
     managed_cluster(hub)
     hub.add(CSR, ocm_csr("east-abcde"))
-    result = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), joined_result())
+    result = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True)).accept(joined_result())
     assert result["accepted"]["accepted"] is True and result["accepted"]["approved"] == ["east-abcde"]
     assert result["changes"][1:] == ["hub CertificateSigningRequest/east-abcde: approved",
                                      "hub ManagedCluster/east: accepted (hubAcceptsClient)",
@@ -893,13 +900,13 @@ def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
     assert accepted["spec"]["hubAcceptsClient"] is True
     # the cluster id later registrations of the name are checked against (OCM records none of its own)
     assert accepted["metadata"]["annotations"] == {"multicluster.fleet/cluster-id": "uid-of-east"}
-    again = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), dict(joined_result(), changed=False, changes=[]))
+    again = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True)).accept(dict(joined_result(), changed=False, changes=[]))
     assert again["changed"] is False and again["accepted"]["accepted"] is True
 
 
 def test_ocm_accept_in_check_mode_before_the_klusterlet_registered_says_so(fake_cluster):
     hub = Hub(fake_cluster)
-    result = register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True), joined_result(), check_mode=True)
+    result = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True), check_mode=True).accept(joined_result())
     assert result["accepted"] is None and hub.writes() == []
     assert "the acceptance of east is not previewed: not registered with the hub yet" in result["warnings"][0]
 
@@ -907,7 +914,7 @@ def test_ocm_accept_in_check_mode_before_the_klusterlet_registered_says_so(fake_
 def test_ocm_accept_wait_timeout_is_retriable_and_names_what_was_written(fake_cluster):
     hub = Hub(fake_cluster)
     with pytest.raises(WaitTimeout) as exc_info:
-        register.ocm_accept(hub, reg("ocm", cluster_name="east", accept=True, wait=True, wait_timeout=0), joined_result())
+        OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True, wait=True, wait_timeout=0)).accept(joined_result())
     details = exc_info.value.details
     assert details["last_seen"] == "the klusterlet of east has not requested its certificate yet"
     assert details["changed"] is True and details["changes"] == joined_result()["changes"]
@@ -998,8 +1005,7 @@ def test_ocm_check_mode_before_the_klusterlet_api_checks_the_identity_and_says_t
                 raise NotFound("the server could not find the requested resource", 404)
             return super().request(method, path, body, query, content_type, timeout)
     fresh = Fresh("member")
-    planned = register.ocm_present(fresh, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True,
-                                   discover_hub=FakeDiscovery(ca))
+    planned = OcmRegistration(fresh, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
     assert planned["changed"] is False and planned["cluster_id"] == "kube-system-of-member" and fresh.objects == {}
     assert planned["warnings"] == [] and planned["reason"] == (
         "not previewed: cluster 'member' (https://fake) does not serve the Klusterlet API yet (role "
@@ -1008,4 +1014,4 @@ def test_ocm_check_mode_before_the_klusterlet_api_checks_the_identity_and_says_t
     taken.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}, "spec": {"clusterName": "member9"}})
     with pytest.raises(FleetError, match="Klusterlet klusterlet on cluster 'member' \\(https://fake\\) registers cluster "
                                          "member9, not member1: refusing to join as another cluster"):
-        register.ocm_present(taken, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca))
+        OcmRegistration(taken, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca)).present()

@@ -11,17 +11,21 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, lease_lock, ocm, pki, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, lease_lock, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import register_karmada as karmada_flow
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
-from test_register import AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg, secret_text
+from test_register import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg,
+                           registration_of, secret_text)
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
-REAL_WAIT_UNTIL = register.resources.wait_until
+REAL_WAIT_UNTIL = registration.resources.wait_until
 LEASE_PATH = lease_lock.LEASE.path("kube-system", "multicluster-fleet-registration")
 IN_FLIGHT_PATH = SECRET.path("kube-system", "multicluster-fleet-registration-member1")
 
@@ -75,7 +79,7 @@ def time_(monkeypatch):
 
     def wait_until(check, timeout, what, interval=1.0, clock=None, sleep=None):
         return REAL_WAIT_UNTIL(check, timeout, what, interval=1.0, clock=fake.clock, sleep=fake.advance)
-    monkeypatch.setattr(register.resources, "wait_until", wait_until)
+    monkeypatch.setattr(registration.resources, "wait_until", wait_until)
     return fake
 
 
@@ -230,8 +234,9 @@ def test_held_by_another_only_reads(time_):
 
 
 def register_karmada(member, hub, bootstrap_hub, time_, request=None, check_mode=False, holder="runner-b", discovery=None):
-    return register.karmada_present(member, hub, request or reg(), check_mode, connect=connector(bootstrap_hub),
-                                    discover_hub=discovery or FakeDiscovery(bootstrap_hub.ca), lock=lock_of(member, time_, holder))
+    flow = KarmadaRegistration(member, hub, request or reg(), check_mode, connect=connector(bootstrap_hub),
+                               discover_hub=discovery or FakeDiscovery(bootstrap_hub.ca))
+    return flow.present(lock=lock_of(member, time_, holder))
 
 
 @pytest.fixture(scope="module")
@@ -245,8 +250,8 @@ def test_a_second_run_waits_and_keeps_the_first_runs_certificate(ca, time_):
 
     def runner_a_finishes():  # runner-a registers (its Lease shown by the one above) and gives the Lease back
         member.objects.pop(LEASE_PATH)
-        first.update(register.karmada_present(member, hub, reg(), connect=connector(bootstrap_hub),
-                                              discover_hub=FakeDiscovery(ca), lock=lock_of(member, Time(), "runner-a")))
+        first.update(KarmadaRegistration(member, hub, reg(), connect=connector(bootstrap_hub),
+                                         discover_hub=FakeDiscovery(ca)).present(lock=lock_of(member, Time(), "runner-a")))
     first = {}
     time_.actions = [runner_a_finishes]
     second = register_karmada(member, hub, bootstrap_hub, time_)
@@ -264,8 +269,8 @@ def test_a_run_that_finished_between_the_first_read_and_the_lease_is_not_registe
 
     class RunnerAFinishesMeanwhile(FakeDiscovery):  # runner-b has read the member; runner-a completes during its discovery
         def __call__(self, *args, **kwargs):
-            register.karmada_present(member, None, reg(), connect=connector(bootstrap_hub), discover_hub=FakeDiscovery(ca),
-                                     lock=lock_of(member, Time(), "runner-a"))
+            KarmadaRegistration(member, None, reg(), connect=connector(bootstrap_hub),
+                                discover_hub=FakeDiscovery(ca)).present(lock=lock_of(member, Time(), "runner-a"))
             return super().__call__(*args, **kwargs)
     result = register_karmada(member, None, bootstrap_hub, time_, discovery=RunnerAFinishesMeanwhile(ca))
     assert len(bootstrap_hub.posted) == 1  # runner-a's CSR only
@@ -281,8 +286,8 @@ def test_a_second_run_under_another_name_waits_and_is_refused(ca, time_):
 
     def runner_a_finishes():  # runner-a registers the cluster as member1 and gives the Lease back
         member.objects.pop(LEASE_PATH)
-        register.karmada_present(member, None, reg(), connect=connector(bootstrap_hub), discover_hub=FakeDiscovery(ca),
-                                 lock=lock_of(member, Time(), "runner-a"))
+        KarmadaRegistration(member, None, reg(), connect=connector(bootstrap_hub),
+                            discover_hub=FakeDiscovery(ca)).present(lock=lock_of(member, Time(), "runner-a"))
     time_.actions = [runner_a_finishes]
     with pytest.raises(FleetError, match="the member's agent kubeconfig belongs to system:karmada:agent:member1, not to "
                                          "cluster twin: refusing to replace another cluster's agent"):
@@ -420,8 +425,8 @@ def test_a_stored_csr_of_another_hub_is_not_resumed(ca, time_):
 def test_the_leftover_of_a_run_stopped_after_storing_the_kubeconfig_is_removed(ca, time_):
     member, bootstrap_hub = Member(), BootstrapHub(ca)
     register_karmada(member, None, bootstrap_hub, time_)
-    leftover = register._in_flight_secret(reg(), "https://hub.example:6443", "member1-abcde", "csr",
-                                          pki.read_kubeconfig(base64.b64decode(
+    leftover = karmada_flow._in_flight_secret(reg(), "https://hub.example:6443", "member1-abcde", "csr",
+                                              pki.read_kubeconfig(base64.b64decode(
                                               member.objects[AGENT_SECRET_PATH]["data"]["karmada-kubeconfig"]).decode())["client_key_pem"])
     member.add(SECRET, leftover)
     checked = register_karmada(member, None, bootstrap_hub, time_, check_mode=True)
@@ -430,7 +435,7 @@ def test_the_leftover_of_a_run_stopped_after_storing_the_kubeconfig_is_removed(c
     assert result["changed"] and result["changes"][-1] == "member Secret/kube-system/multicluster-fleet-registration-member1: deleted"
     assert IN_FLIGHT_PATH not in member.objects and len(bootstrap_hub.posted) == 1
     # a key that is not the stored agent's is another registration's: left alone
-    member.add(SECRET, register._in_flight_secret(reg(), "https://hub.example:6443", "member1-fghij", "csr", "other key"))
+    member.add(SECRET, karmada_flow._in_flight_secret(reg(), "https://hub.example:6443", "member1-fghij", "csr", "other key"))
     assert register_karmada(member, None, bootstrap_hub, time_)["changed"] is False and IN_FLIGHT_PATH in member.objects
 
 
@@ -490,7 +495,7 @@ class RestartedHub(BootstrapHub):
           "which hub_registration binds); restore it"),
 ])
 def test_a_hub_refusing_the_token_for_a_while_is_waited_for_and_then_given_up(ca, time_, status, cause):
-    tolerated = register.TOKEN_REFUSAL_SECONDS  # polls a second apart (wait_sleep=1)
+    tolerated = karmada_flow.TOKEN_REFUSAL_SECONDS  # polls a second apart (wait_sleep=1)
     result = register_karmada(Member(), None, RestartedHub(ca, tolerated, status), time_)
     assert result["changed"]
     member, bootstrap_hub = Member(), RestartedHub(ca, tolerated + 1, status)
@@ -599,12 +604,12 @@ def test_unregistering_an_unreachable_member_fails_naming_it_unless_forced(ca, t
     member.down = True
     for hub_given, force in ((hub, False), (None, True)):
         with pytest.raises(FleetError) as exc_info:
-            register.karmada_absent(member, hub_given, register.Registration("karmada", CLUSTER, state="absent", force=force))
+            KarmadaRegistration(member, hub_given, registration_of("karmada", CLUSTER, state="absent", force=force)).absent()
         assert exc_info.value.msg.startswith("cluster 'member' (https://fake) is unreachable: connection refused")
         assert exc_info.value.msg.endswith("cluster member1 cannot be unregistered without reaching it: run again once it "
                                            "answers, or with force=true and hub credentials to remove it from the hub only")
     assert karmada.CLUSTER.path(name=CLUSTER) in hub.objects
-    forced = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent", force=True))
+    forced = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent", force=True)).absent()
     assert forced["changed"] and not [c for c in forced["changes"] if c.startswith("member ")]
     assert forced["changes"][:2] == ["hub Work/karmada-es-member1/w1: deleted", "hub Cluster/member1: deleted"]
     assert [o for o in hub.objects if "member1" in o] == []
@@ -614,7 +619,7 @@ def test_unregistering_an_unreachable_member_fails_naming_it_unless_forced(ca, t
         "karmada-kubeconfig, the karmada-agent Deployment and RBAC) stay on it (run state=absent again once it answers)"]
     member.down = False
     assert AGENT_SECRET_PATH in member.objects
-    cleaned = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"))
+    cleaned = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert AGENT_SECRET_PATH not in member.objects and "member Secret/karmada-system/karmada-kubeconfig: deleted" in cleaned["changes"]
 
 
@@ -622,19 +627,19 @@ def test_a_member_that_answers_with_an_error_is_not_skipped_by_force(ca, time_):
     class Forbidding(Member):
         def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
             raise ClusterError("forbidden", 403, "Forbidden")
-    forced = register.Registration("karmada", CLUSTER, state="absent", force=True)
+    forced = registration_of("karmada", CLUSTER, state="absent", force=True)
     with pytest.raises(ClusterError, match="forbidden"):
-        register.karmada_absent(Forbidding(), FakeCluster("hub"), forced)
+        KarmadaRegistration(Forbidding(), FakeCluster("hub"), forced).absent()
 
 
 def test_force_unjoins_an_unreachable_ocm_member_from_the_hub(ca):
     member, hub = Member(), FakeCluster("hub")
-    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca)).present()
     hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": CLUSTER}})
     member.down = True
     with pytest.raises(FleetError, match="cannot be unregistered without reaching it"):
-        register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent"))
-    result = register.ocm_absent(member, hub, register.Registration("ocm", CLUSTER, state="absent", force=True))
+        OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent")).absent()
+    result = OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent", force=True)).absent()
     assert result["changes"] == ["hub ManagedCluster/member1: deleted"] and hub.objects == {}
     assert "Klusterlet klusterlet and the Secrets of namespace open-cluster-management-agent stay on it" in result["warnings"][0]
 
@@ -643,11 +648,11 @@ def test_unregister_removes_what_a_stopped_registration_left(ca, time_):
     member, bootstrap_hub = Member(), BootstrapHub(ca, verdict="pending")
     stopped_while_waiting(ca, time_, member, bootstrap_hub)
     hold(member, "runner-killed", START - datetime.timedelta(hours=1))
-    result = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    result = KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert result["changes"][-2:] == ["member Secret/kube-system/multicluster-fleet-registration-member1: deleted",
                                       "member Lease/kube-system/multicluster-fleet-registration: deleted"]
     assert member.objects == {}
-    again = register.karmada_absent(member, None, register.Registration("karmada", CLUSTER, state="absent"))
+    again = KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
     assert not [c for c in again["changes"] if "kube-system" in c]
 
 
@@ -655,9 +660,8 @@ def test_check_mode_on_an_unreachable_member_fails_too(ca, time_):
     member, hub = registered_pull_member(ca, time_)
     member.down = True
     with pytest.raises(FleetError, match="cannot be unregistered without reaching it"):
-        register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent"), check_mode=True)
-    checked = register.karmada_absent(member, hub, register.Registration("karmada", CLUSTER, state="absent", force=True),
-                                      check_mode=True)
+        KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent"), check_mode=True).absent()
+    checked = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent", force=True), check_mode=True).absent()
     assert checked["changed"] and karmada.CLUSTER.path(name=CLUSTER) in hub.objects
 
 
@@ -697,16 +701,16 @@ def ocm_member(ca):
     member = Member()
     member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
     member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))  # the API is served; no Klusterlet yet
-    register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca)).present()
     return member
 
 
 def join_again(ca, member, hub, time_, token=OTHER_TOKEN, **options):
     seen = []
     lock = lease_lock.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, now=time_.wall, clock=time_.clock,
-                                     sleep=time_.sleep)
-    result = register.ocm_present(member, None, reg("ocm", token=token, **options), discover_hub=FakeDiscovery(ca),
-                                  connect=connector(hub, seen), lock=lock)
+                                       sleep=time_.sleep)
+    result = OcmRegistration(member, None, reg("ocm", token=token, **options), discover_hub=FakeDiscovery(ca),
+                             connect=connector(hub, seen)).present(lock=lock)
     return result, seen
 
 
@@ -745,7 +749,7 @@ def test_a_second_ocm_join_waits_for_the_first_and_keeps_what_it_wrote(ca, time_
 
     def first_run_finishes():  # runner-a writes the bootstrap kubeconfig with its token and gives the Lease back
         member.objects.pop(LEASE_PATH)
-        register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+        OcmRegistration(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca)).present()
     time_.actions.append(first_run_finishes)
     result, dummy = join_again(ca, member, ReviewingHub(), time_)
     assert result["waited_for"] == {"holder": "runner-a", "since": "2030-01-02T03:04:00.000000Z",
@@ -762,7 +766,7 @@ def test_a_second_ocm_join_under_another_name_waits_and_is_refused(ca, time_):
 
     def first_run_finishes():  # runner-a joins the cluster as member1 and gives the Lease back
         member.objects.pop(LEASE_PATH)
-        register.ocm_present(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca))
+        OcmRegistration(member, None, reg("ocm", token=TOKEN), discover_hub=FakeDiscovery(ca)).present()
     time_.actions.append(first_run_finishes)
     with pytest.raises(FleetError, match="Klusterlet klusterlet on cluster 'member' .* registers cluster member1, not "
                                          "twin: refusing to join as another cluster"):
@@ -800,7 +804,7 @@ def test_check_mode_says_an_ocm_join_is_under_way(ca, time_):
     member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}})
     member.objects.pop(ocm.KLUSTERLET.path(name="klusterlet"))
     hold(member, "runner-a", START)
-    result = register.ocm_present(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, reg("ocm"), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
     assert result["waited_for"]["holder"] == "runner-a"
     assert [call for call in member.calls if call[0] != "GET" and call[2] != {"dryRun": "All"}] == []
     assert "a registration of cluster member1 by another run (runner-a, since " in result["warnings"][0]

@@ -8,7 +8,9 @@ import functools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, register, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import DISCOVERY_RETRY_INTERVAL, discover
+from test_register import registration_of
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 TOKEN_ID = "abcdef"
@@ -58,8 +60,8 @@ def clock(monkeypatch):
 
 
 def registration(discovery_timeout):
-    return register.Registration("karmada", "member1", hub_apiserver=HUB_URL, token=TOKEN,
-                                 unsafe_skip_ca_verification=True, discovery_timeout=discovery_timeout)
+    return registration_of("karmada", "member1", hub_apiserver=HUB_URL, token=TOKEN, unsafe_skip_ca_verification=True,
+                           discovery_timeout=discovery_timeout)
 
 
 @pytest.mark.parametrize("timeout, naps", [
@@ -71,11 +73,11 @@ def registration(discovery_timeout):
 def test_an_expired_token_is_retried_until_discovery_timeout_then_fails(clock, timeout, naps):
     hub = UnsignedHub(clock)
     with pytest.raises(FleetError) as exc_info:
-        register.discover(registration(timeout), hub, sleep=clock.sleep)
+        discover(registration(timeout), hub, sleep=clock.sleep)
     # One attempt at the start and one after every sleep, the sleeps spaced by the retry interval
     # and ending exactly at discovery_timeout; the last attempt is made at the deadline.
     assert clock.naps == naps
-    assert all(nap <= register.DISCOVERY_RETRY_INTERVAL for nap in clock.naps)
+    assert all(nap <= DISCOVERY_RETRY_INTERVAL for nap in clock.naps)
     assert clock.now == timeout
     assert len(hub.attempts) == len(naps) + 1
     assert [at for at, server, token in hub.attempts][-1] == timeout
@@ -88,12 +90,12 @@ def test_a_zero_discovery_timeout_tries_once():
     hub = UnsignedHub(FakeClock())
     naps = []
     with pytest.raises(FleetError, match=r"not allowed to sign \(checked for 0s"):
-        register.discover(registration(0), hub, sleep=naps.append)
+        discover(registration(0), hub, sleep=naps.append)
     assert len(hub.attempts) == 1 and naps == []
 
 
 def test_discovery_stops_retrying_once_the_signature_appears(clock):
     hub = UnsignedHub(clock, signed_after=3)
-    found = register.discover(registration(30), hub, sleep=clock.sleep)
+    found = discover(registration(30), hub, sleep=clock.sleep)
     assert found["server"] == HUB_URL
     assert [at for at, server, token in hub.attempts] == [0, 2, 4] and clock.naps == [2, 2]

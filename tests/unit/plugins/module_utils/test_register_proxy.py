@@ -13,7 +13,9 @@ import ssl
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki, register
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET
 from conftest import FakeCluster
@@ -93,8 +95,8 @@ def test_proxy_settings(proxy_ca_file, proxy_ca):
 
 
 def register_karmada(member, request, ca, discovery=None, seen=None, check_mode=False):
-    return register.karmada_present(member, None, request, check_mode, connect=connector(BootstrapHub(ca), seen),
-                                    discover_hub=discovery or FakeDiscovery(ca))
+    return KarmadaRegistration(member, None, request, check_mode, connect=connector(BootstrapHub(ca), seen),
+                               discover_hub=discovery or FakeDiscovery(ca)).present()
 
 
 def test_karmada_registration_through_a_proxy(ca, proxy_ca, proxy_ca_file):
@@ -144,20 +146,20 @@ def test_ocm_bootstrap_kubeconfig_through_a_proxy(ca, proxy_ca, proxy_ca_file):
     member = FakeCluster("member")
     request = reg("ocm", proxy_url=HTTPS_PROXY, proxy_ca_cert=proxy_ca_file)
     discovery = FakeDiscovery(ca)
-    result = register.ocm_present(member, None, request, discover_hub=discovery)
+    result = OcmRegistration(member, None, request, discover_hub=discovery).present()
     assert result["changed"] and discovery.calls[0]["proxy"] == HTTPS_PROXY
     config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))
     assert config["clusters"][0] == {"name": "hub", "cluster": {
         "server": HUB_URL, "certificate-authority-data": pki.b64(pki.merge_certificates(ca.pem, proxy_ca.pem)),
         "proxy-url": HTTPS_PROXY}}
-    assert register.ocm_present(member, None, request, discover_hub=FakeDiscovery(ca))["changed"] is False
+    assert OcmRegistration(member, None, request, discover_hub=FakeDiscovery(ca)).present()["changed"] is False
 
 
 def test_ocm_joined_member_with_another_proxy_gets_a_new_bootstrap_kubeconfig(ca):
     member = FakeCluster("member")
-    register.ocm_present(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca))
+    OcmRegistration(member, None, reg("ocm"), discover_hub=FakeDiscovery(ca)).present()
     joined(member, ca)  # the agent's hub kubeconfig, without proxy-url
-    result = register.ocm_present(member, None, reg("ocm", proxy_url=PROXY), discover_hub=FakeDiscovery(ca))
+    result = OcmRegistration(member, None, reg("ocm", proxy_url=PROXY), discover_hub=FakeDiscovery(ca)).present()
     assert result["joined"] is False and result["reason"] == "the stored kubeconfig reaches the hub directly, not through proxy %s" % PROXY
     assert "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: updated" in result["changes"]
     config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))

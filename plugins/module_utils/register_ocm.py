@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""OCM registration from the member's side: ``clusteradm join`` / ``accept`` / ``unjoin`` (docs/architecture.md 4.6).
+
+Join discovers and pins the hub, stores the bootstrap kubeconfig and the Klusterlet registration fields; the
+klusterlet makes its own CSR. Once its registration agent holds a valid certificate for this cluster, the
+bootstrap kubeconfig is left as it is. In Hosted modes everything is written to the hosting cluster.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, objects, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import RegistrationLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Accepted, failed_after, merge_written
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
+    Registrar, certificate_expiration, check_identity, credentials_problem, hub_server, hub_trust, proxy_problem,
+    secret_value)
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+
+# What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
+KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
+
+
+def _serves_klusterlets(runtime):
+    try:
+        runtime.request("GET", ocm.KLUSTERLET.path())
+    except client.NotFound:
+        return False
+    return True
+
+
+def _refuse_another_klusterlet(runtime, placement, name, doing):
+    """FleetError when the Klusterlet this registration would use registers another cluster (none when the cluster does
+    not serve the Klusterlet API yet); else the name it registers (None: no Klusterlet yet)."""
+    current = resources.get(runtime, ocm.KLUSTERLET, placement.klusterlet)
+    registered_as = ((current or {}).get("spec") or {}).get("clusterName")
+    if registered_as and registered_as != name:
+        raise FleetError("Klusterlet %s on %s registers cluster %s, not %s: refusing to %s another cluster "
+                         "(unjoin %s first)" % (placement.klusterlet, runtime.label, registered_as, name, doing, registered_as))
+    return registered_as
+
+
+class OcmRegistration(Registrar):
+    """Join (:meth:`present`, then :meth:`accept`) or unjoin (:meth:`absent`) a member; the klusterlet runs on
+    ``runtime``: the member, or in Hosted modes the hosting cluster."""
+
+    engine = "ocm"
+
+    def run(self):
+        reg = self.reg
+        if reg.state != "present":
+            return self.absent()
+        if reg.placement.hosted and not reg.managed_kubeconfig:
+            raise FleetError("a Hosted klusterlet needs the managed cluster's kubeconfig (managed_kubeconfig)")
+        if reg.accept and not self.hub:
+            raise FleetError("accept needs the hub's admin credentials (hub), with which clusteradm accept runs")
+        joined = self.present()
+        return self.accept(joined) if reg.accept else joined
+
+    def _stored_credentials(self):
+        """``(expiration or None, problem or None)`` of the registration agent's hub kubeconfig Secret."""
+        reg = self.reg
+        namespace = reg.placement.agent_namespace
+        stored = resources.get(self.runtime, SECRET, ocm.HUB_KUBECONFIG_SECRET, namespace)
+        if stored is None:
+            return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (namespace, ocm.HUB_KUBECONFIG_SECRET)
+        cluster_name = secret_value(stored, "cluster-name")
+        agent_name = secret_value(stored, "agent-name")
+        if cluster_name != reg.cluster_name or not agent_name:
+            return None, "the stored hub kubeconfig is for cluster %s, not %s" % (cluster_name, reg.cluster_name)
+        try:
+            parts = pki.read_kubeconfig(secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored hub kubeconfig")
+        except FleetError as exc:
+            return None, exc.msg
+        cert_pem = secret_value(stored, "tls.crt")
+        problem = (credentials_problem(reg, parts["server"], parts["ca_pem"], cert_pem, secret_value(stored, "tls.key"),
+                                       ocm.agent_common_name(reg.cluster_name, agent_name),
+                                       ocm.agent_organization(reg.cluster_name))
+                   or proxy_problem(reg, parts["proxy_url"], parts["ca_pem"]))
+        return (None, problem) if problem else (certificate_expiration(cert_pem), None)
+
+    def _bootstrap_secret(self, server, trust):
+        """The bootstrap kubeconfig Secret to write: with this run's token, unless the member's differs from it only by a
+        token the hub still accepts (another run's join token, docs/architecture.md 3.3): that one is kept, as a new token
+        would make the klusterlet bootstrap again - a second CSR for the same member."""
+        reg = self.reg
+        namespace = reg.placement.agent_namespace
+
+        def secret(token):
+            kubeconfig_text = bootstrap.bootstrap_kubeconfig(server, trust, token, proxy_url=reg.proxy_url)
+            grpc_config = reg.grpc_server and ocm.grpc_bootstrap_config(reg.grpc_server, reg.grpc_ca_pem, token)
+            return ocm.bootstrap_secret(kubeconfig_text, namespace, grpc_config)
+
+        wanted = secret(reg.token)
+        stored = resources.get(self.runtime, SECRET, ocm.BOOTSTRAP_SECRET, namespace)
+        try:
+            token = pki.read_kubeconfig(secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored bootstrap kubeconfig")["token"]
+        except FleetError:
+            return wanted
+        if not token or token == reg.token:
+            return wanted
+        kept = secret(token)
+        if kept["data"] != stored.get("data"):
+            return wanted
+        return kept if self._token_may_register(server, trust, token) else wanted
+
+    def _token_may_register(self, server, trust, token):
+        """True when the hub accepts ``token`` and lets it create CSRs (a SelfSubjectAccessReview, as ``kubectl auth
+        can-i``); False when it refuses it or cannot be asked."""
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+                  "spec": {"resourceAttributes": {"verb": "create", "group": "certificates.k8s.io",
+                                                  "resource": "certificatesigningrequests"}}}
+        try:
+            with self.connect(server, trust, token, self.reg.proxy_url) as hub:
+                answer = hub.request("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review)
+        except ClusterError:
+            return False
+        return bool((answer or {}).get("status", {}).get("allowed"))
+
+    def present(self, lock=None):
+        """Join: the bootstrap kubeconfig and the Klusterlet registration fields (the klusterlet does the CSR).
+
+        ``hub`` is not needed: the klusterlet registers itself. In Hosted modes everything is written to
+        ``hosting``, with the registration's ``managed_kubeconfig`` (how the agents reach ``member``) in its own
+        Secret. A run that writes the bootstrap kubeconfig or a Klusterlet not yet registering this cluster holds
+        ``lock`` (default: a new :class:`~lease_lock.RegistrationLock` on ``member``) while it decides and writes.
+        """
+        member, reg, runtime, check_mode = self.member, self.reg, self.runtime, self.check_mode
+        report = self.start()
+        placement = reg.placement
+        cluster_id = check_identity(member, self.hub, reg)
+        registered_as = _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
+        result = dict(engine=reg.engine.name, cluster_name=reg.cluster_name, cluster_id=cluster_id,
+                      api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=None, certificate_expiration=None,
+                      joined=False, hub_server=None, ca_pins=[], klusterlet=placement.klusterlet,
+                      agent_namespace=placement.agent_namespace)
+        if not _serves_klusterlets(runtime):
+            if check_mode:  # checked what can be checked (the identity rule); the rest needs the operator's API
+                result["reason"] = ("not previewed: %s does not serve the Klusterlet API yet (role "
+                                    "multicluster.fleet.agent_install installs it)" % runtime.label)
+                return report.result(**result)
+            raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
+                             "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
+        expiration, problem = self._stored_credentials()
+        lock = lock or RegistrationLock(member, reg.cluster_name, unfinished="nothing more was written", interval=reg.wait_sleep)
+        result["waited_for"] = None
+        if problem and check_mode:
+            result["waited_for"] = lock.held_by_another()
+            if result["waited_for"]:
+                report.warnings.append("a registration of cluster %s by another run (%s, since %s) is under way: a run now "
+                                       "would wait for it and keep the bootstrap kubeconfig it wrote"
+                                       % (reg.cluster_name, result["waited_for"]["holder"], result["waited_for"]["since"]))
+        elif problem or registered_as != reg.cluster_name and not check_mode:
+            result["waited_for"] = lock.acquire(reg.wait_timeout)
+        klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver,
+                                    reg.klusterlet_spec)
+        with report.failures_name_writes("written"):
+            try:
+                if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile,
+                    check_identity(member, self.hub, reg)  # under this name or (refused here) another
+                    _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
+                    expiration, problem = self._stored_credentials()
+                result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
+                if problem:
+                    discovered = self.discover()
+                    result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
+                namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
+                for namespace in namespaces:
+                    self.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}})
+                if problem:
+                    trust = hub_trust(reg, discovered["ca_pem"])
+                    self.ensure(runtime, SECRET, self._bootstrap_secret(result["hub_server"], trust))
+                if placement.hosted:
+                    self.ensure(runtime, SECRET,
+                                ocm.external_managed_kubeconfig_secret(reg.managed_kubeconfig, placement.agent_namespace))
+                self.ensure(runtime, ocm.KLUSTERLET, klusterlet)
+            finally:
+                warning = lock.release()
+            if reg.wait and not check_mode:
+                objects.wait_ready(runtime, ocm.KLUSTERLET, klusterlet, reg.wait_timeout, KLUSTERLET_READY,
+                                   interval=reg.wait_sleep)
+        if warning:
+            report.warnings.append(warning)
+        return report.result(**result)
+
+    def accept(self, registered):
+        """After :meth:`present` (its result ``registered``): accept the cluster on ``hub`` as ``clusteradm accept`` does.
+
+        Approves its klusterlet's CSR and sets ``hubAcceptsClient`` (:func:`accept.accept`); with ``wait``, first
+        waits for the CSR, then until the hub reports the cluster Available, each within ``wait_timeout`` seconds.
+        A check-mode run previews the acceptance only of a cluster whose klusterlet has registered. Returns
+        ``registered`` with ``accepted`` (the acceptance of the cluster, as csr_accept's ``clusters`` entry).
+        """
+        hub, reg, check_mode = self.hub, self.reg, self.check_mode
+        name = reg.cluster_name
+        registered["accepted"] = None
+        if check_mode and resources.get(hub, reg.engine.member_kind, name) is None:
+            registered["warnings"].append("check mode: the acceptance of %s is not previewed: not registered with the hub "
+                                          "yet (its klusterlet registers once a real run has joined it)" % name)
+            return registered
+        waits = reg.wait and not check_mode
+        report = self.start()
+        try:
+            try:
+                outcome = accept.accept(hub, reg.engine, [name], wait=waits, timeout=reg.wait_timeout, check_mode=check_mode,
+                                        interval=reg.wait_sleep)
+            except WaitTimeout as exc:
+                raise WaitTimeout(exc.msg, last_seen="the klusterlet of %s has not requested its certificate yet" % name)
+            registered["accepted"] = outcome["clusters"][0]
+            for diff in outcome["diff"]:
+                ref = diff["before_header"]
+                verb = "approved" if ref.startswith(CSR.kind) else "accepted (hubAcceptsClient)"
+                report.add(hub, Accepted(ref, verb, diff))
+            # the cluster id the identity check of later registrations compares with (OCM keeps none)
+            self.ensure(hub, reg.engine.member_kind, ocm.cluster_id_annotation(name, registered["cluster_id"]))
+            if waits:
+                fleet.wait_for_clusters(hub, reg.engine, name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+        except FleetError as exc:
+            raise failed_after(exc, registered, report)
+        return merge_written(registered, report)
+
+    def absent(self):
+        """Unjoin: the Klusterlet and the Secrets of its agent namespace (Hosted: the namespace too); with hub
+        credentials the ManagedCluster too. With ``force`` an unreachable member (or hosting cluster) is skipped."""
+        hub, reg = self.hub, self.reg
+        report = self.start()
+        name = reg.cluster_name
+        placement = reg.placement
+        runtime = self.runtime
+        with report.failures_name_writes("deleted"):
+            try:
+                _refuse_another_klusterlet(runtime, placement, name, "unjoin")
+            except ClusterError as exc:
+                self.go_on_without_member(exc, "Klusterlet %s and the Secrets of namespace %s"
+                                          % (placement.klusterlet, placement.agent_namespace))
+                runtime = None
+            if runtime:
+                self.delete(runtime, ocm.KLUSTERLET, placement.klusterlet, wait=True)
+                secrets_of_join = [ocm.BOOTSTRAP_SECRET, ocm.HUB_KUBECONFIG_SECRET]
+                if placement.hosted:
+                    secrets_of_join.append(ocm.EXTERNAL_MANAGED_KUBECONFIG_SECRET)
+                for secret_name in secrets_of_join:
+                    self.delete(runtime, SECRET, secret_name, placement.agent_namespace)
+                if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
+                    self.delete(runtime, NAMESPACE, placement.agent_namespace, wait=True)
+            if hub:
+                self.delete(hub, reg.engine.member_kind, name, wait=True)
+            else:
+                report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete "
+                                       "it)" % name)
+        return report.result(engine=reg.engine.name, cluster_name=name, klusterlet=placement.klusterlet)
