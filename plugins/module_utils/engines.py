@@ -39,7 +39,7 @@ class Engine:
     name = None
     member_kind = None  # the hub kind that stands for a member cluster
     ready_condition = None  # what "ready" means for a member cluster (a resources.wanted_condition)
-    default_mode = None  # the registration mode of a member without one (inventory)
+    default_mode = None  # the registration_mode site.yml uses for a member that names none (inventory)
     bootstrap_group = None  # the group of its join tokens
     cluster_info_reader = None  # the Role and RoleBinding letting anyone read kube-public/cluster-info
     hub_labels = None  # the labels of its hub objects
@@ -202,7 +202,7 @@ class OcmEngine(Engine):
     name = "ocm"
     member_kind = ocm.MANAGED_CLUSTER
     ready_condition = resources.wanted_condition(ocm.AVAILABLE)
-    default_mode = "pull"
+    default_mode = "pull"  # OCM registers only by pull
     bootstrap_group = bootstrap.OCM_DEFAULT_GROUP
     cluster_info_reader = "open-cluster-management:bootstrap-signer-clusterinfo"
     grpc_registration = True

@@ -26,7 +26,6 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 HUB_GROUP = "hub"
 MEMBERS_GROUP = "members"
 MODES = ("push", "pull")
-# The registration_mode site.yml uses for a member that names none: OCM registers only by pull.
 # The hub's connection settings an inventory may show: every authentication option except the bearer token.
 SHOWN_CONNECTION = tuple(option for option in AUTH_OPTIONS if option != "api_key")
 # What the hub reports about a member that the inventory keeps (and caches): the summary without the object.
