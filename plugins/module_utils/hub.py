@@ -48,6 +48,7 @@ GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub
 # Seconds to connect to the hub's API server when reading its serving certificate.
 TLS_TIMEOUT = 10
 
+
 def _meta(name, namespace=None, labels=None):
     meta = {"name": name}
     if namespace:

@@ -425,9 +425,9 @@ def test_a_stored_csr_of_another_hub_is_not_resumed(ca, time_):
 def test_the_leftover_of_a_run_stopped_after_storing_the_kubeconfig_is_removed(ca, time_):
     member, bootstrap_hub = Member(), BootstrapHub(ca)
     register_karmada(member, None, bootstrap_hub, time_)
+    stored = base64.b64decode(member.objects[AGENT_SECRET_PATH]["data"]["karmada-kubeconfig"]).decode()
     leftover = karmada_flow._in_flight_secret(reg(), "https://hub.example:6443", "member1-abcde", "csr",
-                                              pki.read_kubeconfig(base64.b64decode(
-                                              member.objects[AGENT_SECRET_PATH]["data"]["karmada-kubeconfig"]).decode())["client_key_pem"])
+                                              pki.read_kubeconfig(stored)["client_key_pem"])
     member.add(SECRET, leftover)
     checked = register_karmada(member, None, bootstrap_hub, time_, check_mode=True)
     assert checked["changed"] and IN_FLIGHT_PATH in member.objects
