@@ -48,6 +48,8 @@ class Engine:
     unsigned_discovery = False  # a member may discover the hub from an unsigned cluster-info (clusteradm join)
     bootstrap_token_only = False  # a member registers with a bootstrap token only, not a ServiceAccount token
     cli_pins = False  # its join command line names the hub CA pins (cli_command)
+    service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
+    csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
 
     def __repr__(self):
         return "<engine %s>" % self.name
@@ -138,6 +140,7 @@ class KarmadaEngine(Engine):
     hub_labels = {"karmada.io/bootstrapping": "rbac-defaults"}
     bootstrap_token_only = True
     cli_pins = True
+    csr_auto_approval_setting = True
 
     def validate_cluster_name(self, name):
         karmada.validate_cluster_name(name)
@@ -208,6 +211,7 @@ class OcmEngine(Engine):
     grpc_registration = True
     accepts_clients = True
     unsigned_discovery = True
+    service_account_join = True
 
     def validate_cluster_name(self, name):
         if not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \

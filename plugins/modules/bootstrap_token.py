@@ -291,7 +291,7 @@ def run(module):
     if params["hub_apiserver"]:
         karmada.validate_api_endpoint(params["hub_apiserver"], "hub_apiserver")
     if params["token_type"] == "service_account":
-        if params["engine"] != "ocm":
+        if not engines.get(params["engine"]).service_account_join:
             raise FleetError("token_type service_account is OCM's join mode; use engine: ocm")
         given = [name for name in BOOTSTRAP_ONLY if params[name] is not None]
         if given:

@@ -171,7 +171,7 @@ grpc:
       type: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import hub
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, hub
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
@@ -187,7 +187,7 @@ def read_ca(path):
 
 def run(module):
     params = module.params
-    if params["engine"] == "ocm" and params["csr_auto_approval"] is not None:
+    if not engines.get(params["engine"]).csr_auto_approval_setting and params["csr_auto_approval"] is not None:
         raise FleetError("csr_auto_approval applies to Karmada only; OCM sets automatic approval in its ClusterManager"
                          " (registrationConfiguration.autoApproveUsers)")
     cluster = module.cluster()
