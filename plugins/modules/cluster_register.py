@@ -262,9 +262,9 @@ options:
     choices: [Default, Singleton, Hosted, SingletonHosted]
   klusterlet_spec:
     description:
-      - Only for O(engine=ocm). The Klusterlet's other spec fields, written together with the registration fields, for example
-        C(registrationImagePullSpec), C(workImagePullSpec), C(imagePullSpec) and C(resourceRequirement) (what role
-        M(multicluster.fleet.agent_install) sets). The Klusterlet is written whole, after the identity checks, so the
+      - Only for O(engine=ocm). The Klusterlet's other spec fields, written together with the registration fields, for
+        example C(registrationImagePullSpec), C(workImagePullSpec), C(imagePullSpec) and C(resourceRequirement) (what
+        role multicluster.fleet.agent_install sets). The Klusterlet is written whole, after the identity checks, so the
         operator never sees it without its cluster name.
       - Must not set the registration fields (C(clusterName), C(namespace), C(externalServerURLs),
         C(deployOption.mode), C(registrationConfiguration.registrationDriver)); they come from the other options.
