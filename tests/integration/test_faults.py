@@ -13,6 +13,7 @@ Every test removes what it created.
 """
 
 import base64
+import contextlib
 import datetime
 import json
 import os
@@ -547,7 +548,9 @@ class SecondRunGate:
     both runs decide on (member2's agent kubeconfig, its bootstrap kubeconfig, the hub's join token): the
     two runs overlap instead of passing each other by chance. Paths are compared without their query. The
     hold lasts at most ``timeout`` seconds, less than the module's read timeout, so that a second run far
-    behind does not fail the first; ``overlapped`` says whether they overlapped.
+    behind does not fail the first; ``overlapped`` says whether they overlapped. Each run reaches the cluster
+    through a proxy of its own, whose ``before`` is :meth:`of` the run: a run that opens a new connection is
+    still the same run.
     """
 
     def __init__(self, timeout, read, write):
@@ -565,6 +568,10 @@ class SecondRunGate:
                 self._condition.notify_all()
             elif request == self.write and self.overlapped is None:
                 self.overlapped = self._condition.wait_for(lambda: self.readers - {client}, self.timeout)
+
+    def of(self, run):
+        """The ``before`` of the proxy of ``run`` (any label)."""
+        return lambda method, path, client: self(method, path, run)
 
 
 def unregistered_fleet(lab, tmp_path, engine, members_path):
@@ -588,12 +595,15 @@ def test_two_site_runs_at_once_register_each_member_once(lab, simulations, tmp_p
     gate = SecondRunGate(45, ("GET", agent_kubeconfig_path()),
                          ("POST", "/api/v1/namespaces/%s/secrets" % karmada.AGENT_NAMESPACE))
     try:
-        with ApiProxy(lab.clusters[PULL], gate) as proxy:  # member2 is reached through the gate
-            inventory["all"]["children"]["members"]["hosts"][PULL]["kubeconfig"] = proxy.kubeconfig(
-                str(tmp_path / "member2.kubeconfig"), lab.clusters[PULL]["kubeconfig"])
-            gated = tmp_path / "karmada-gated.yml"
-            gated.write_text(yaml.safe_dump(inventory))
-            runs = [start_playbook("site.yml", str(gated)) for dummy in range(2)]
+        with contextlib.ExitStack() as proxies:
+            runs = []
+            for run in range(2):  # member2 is reached through the gate, by each run through a proxy of its own
+                proxy = proxies.enter_context(ApiProxy(lab.clusters[PULL], gate.of(run)))
+                inventory["all"]["children"]["members"]["hosts"][PULL]["kubeconfig"] = proxy.kubeconfig(
+                    str(tmp_path / ("member2-%d.kubeconfig" % run)), lab.clusters[PULL]["kubeconfig"])
+                gated = tmp_path / ("karmada-gated-%d.yml" % run)
+                gated.write_text(yaml.safe_dump(inventory))
+                runs.append(start_playbook("site.yml", str(gated)))
             outputs = [task.output() for task in runs]
         # Both succeed; or one gave up waiting for the other's registration, and says so.
         texts = [" ".join((stdout + stderr).split()) for code, stdout, stderr in outputs]  # warnings may be wrapped
@@ -643,11 +653,14 @@ def test_two_hosts_reaching_one_cluster_under_two_names_register_it_once(lab, si
     inventory, direct = unregistered_fleet(lab, tmp_path, engine, members_path)
     gate = SecondRunGate(50, read, write)  # below the modules' read timeout (60 s)
     try:
-        with ApiProxy(lab.clusters[PULL], gate) as proxy:
+        with contextlib.ExitStack() as proxies:
             hosts = inventory["all"]["children"]["members"]["hosts"]
-            hosts[PULL].update(kubeconfig=proxy.kubeconfig(str(tmp_path / "member2.kubeconfig"), lab.clusters[PULL]["kubeconfig"]),
-                               agent_install_api_endpoint=lab.clusters[PULL]["server"])
+            hosts[PULL]["agent_install_api_endpoint"] = lab.clusters[PULL]["server"]
             hosts["twin"] = dict(hosts[PULL], cluster_name="twin")
+            for host in (PULL, "twin"):  # each host reaches member2's cluster through a proxy of its own
+                proxy = proxies.enter_context(ApiProxy(lab.clusters[PULL], gate.of(host)))
+                hosts[host]["kubeconfig"] = proxy.kubeconfig(str(tmp_path / ("%s.kubeconfig" % host)),
+                                                             lab.clusters[PULL]["kubeconfig"])
             twice = tmp_path / "twice.yml"
             twice.write_text(yaml.safe_dump(inventory))
             code, stdout, stderr = start_playbook("site.yml", str(twice)).output()
@@ -695,16 +708,22 @@ def test_two_ocm_site_runs_at_once_join_each_member_once(lab, simulations, tmp_p
     join_gate = SecondRunGate(15, ("GET", "/api/v1/namespaces/%s/secrets/%s" % (ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET)),
                               ("POST", "/api/v1/namespaces/%s/secrets" % ocm.AGENT_NAMESPACE))
     try:
-        with ApiProxy(lab.clusters[lab.hub], token_gate) as hub_proxy, ApiProxy(lab.clusters[PULL], join_gate) as member_proxy:
-            hosts = inventory["all"]["children"]
-            hub_host = next(iter(hosts["hub"]["hosts"].values()))
-            hub_host["kubeconfig"] = hub_proxy.kubeconfig(str(tmp_path / "hub.kubeconfig"), lab.clusters[lab.hub]["kubeconfig"])
-            hosts["members"]["hosts"][PULL].update(  # reached through the gate; its klusterlet names its own address
-                kubeconfig=member_proxy.kubeconfig(str(tmp_path / "member2.kubeconfig"), lab.clusters[PULL]["kubeconfig"]),
-                agent_install_api_endpoint=lab.clusters[PULL]["server"])
-            gated = tmp_path / "ocm-gated.yml"
-            gated.write_text(yaml.safe_dump(inventory))
-            runs = [start_playbook("site.yml", str(gated)) for dummy in range(2)]
+        with contextlib.ExitStack() as proxies:
+            runs = []
+            for run in range(2):  # each run reaches the hub and member2 through proxies of its own
+                hub_proxy = proxies.enter_context(ApiProxy(lab.clusters[lab.hub], token_gate.of(run)))
+                member_proxy = proxies.enter_context(ApiProxy(lab.clusters[PULL], join_gate.of(run)))
+                hosts = inventory["all"]["children"]
+                hub_host = next(iter(hosts["hub"]["hosts"].values()))
+                hub_host["kubeconfig"] = hub_proxy.kubeconfig(str(tmp_path / ("hub-%d.kubeconfig" % run)),
+                                                              lab.clusters[lab.hub]["kubeconfig"])
+                hosts["members"]["hosts"][PULL].update(  # reached through the gate; its klusterlet names its own address
+                    kubeconfig=member_proxy.kubeconfig(str(tmp_path / ("member2-%d.kubeconfig" % run)),
+                                                       lab.clusters[PULL]["kubeconfig"]),
+                    agent_install_api_endpoint=lab.clusters[PULL]["server"])
+                gated = tmp_path / ("ocm-gated-%d.yml" % run)
+                gated.write_text(yaml.safe_dump(inventory))
+                runs.append(start_playbook("site.yml", str(gated)))
             outputs = [task.output() for task in runs]
         for code, stdout, stderr in outputs:
             assert code == 0, stdout[-5000:] + stderr[-2000:]
