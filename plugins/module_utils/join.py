@@ -195,7 +195,7 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
     existing = registered_cluster(hub, name, cluster_id, member)
     lock = None
     if existing is None and not check_mode:
-        lock = RegistrationLock(member, name, unfinished="nothing more was written", interval=params.get("wait_sleep") or 1)
+        lock = RegistrationLock(member, name, interval=params.get("wait_sleep") or 1)
         lock.acquire(params["wait_timeout"])
 
     member_outcomes, hub_outcomes = [], []

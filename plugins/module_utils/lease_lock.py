@@ -171,6 +171,5 @@ class RegistrationLock(LeaseLock):
     time, whatever name each run gives it, so that a second run reads what the first one wrote (the identity rule,
     docs/architecture.md 3.2 and 3.3)."""
 
-    def __init__(self, member, cluster_name, unfinished="the agent kubeconfig was not written", **options):
-        super(RegistrationLock, self).__init__(member, REGISTRATION_LEASE, "registering cluster %s" % cluster_name,
-                                               unfinished=unfinished, **options)
+    def __init__(self, member, cluster_name, **options):
+        super(RegistrationLock, self).__init__(member, REGISTRATION_LEASE, "registering cluster %s" % cluster_name, **options)

@@ -368,7 +368,8 @@ class KarmadaRegistration(Registrar):
             result["reason"] = rerouted
             return self._reroute(parts, self.discover(), result)
         discovered = self.discover()
-        lock = lock or RegistrationLock(member, reg.cluster_name, interval=reg.wait_sleep)
+        lock = lock or RegistrationLock(member, reg.cluster_name, unfinished="the agent kubeconfig was not written",
+                                        interval=reg.wait_sleep)
         if self.check_mode:
             under_way = lock.held_by_another()
             if under_way is None:

@@ -147,7 +147,7 @@ class OcmRegistration(Registrar):
             raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
                              "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
         expiration, problem = self._stored_credentials()
-        lock = lock or RegistrationLock(member, reg.cluster_name, unfinished="nothing more was written", interval=reg.wait_sleep)
+        lock = lock or RegistrationLock(member, reg.cluster_name, interval=reg.wait_sleep)
         result["waited_for"] = None
         if problem and check_mode:
             result["waited_for"] = lock.held_by_another()
