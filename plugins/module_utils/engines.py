@@ -50,6 +50,7 @@ class Engine:
     cli_pins = False  # its join command line names the hub CA pins (cli_command)
     service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
     csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
+    cluster_set_label = None  # the label putting a member in an exclusive cluster set; None: no cluster sets
 
     def __repr__(self):
         return "<engine %s>" % self.name
@@ -80,6 +81,9 @@ class Engine:
     def joined(self, member):
         """The member object says the cluster's agent joined with a certificate."""
         raise NotImplementedError
+
+    def check_cluster_sets(self):
+        """FleetError unless the engine groups its member clusters in cluster sets (module cluster_set)."""
 
     # --- agent certificates (csr.py, accept.py) -------------------------------------------------
 
@@ -141,6 +145,11 @@ class KarmadaEngine(Engine):
     bootstrap_token_only = True
     cli_pins = True
     csr_auto_approval_setting = True
+
+    def check_cluster_sets(self):
+        raise FleetError("cluster sets are an OCM concept (ManagedClusterSet); a Karmada hub has none: select Karmada "
+                         "clusters by their labels in a PropagationPolicy's placement.clusterAffinity instead; engine is %s"
+                         % self.name)
 
     def validate_cluster_name(self, name):
         karmada.validate_cluster_name(name)
@@ -212,6 +221,7 @@ class OcmEngine(Engine):
     accepts_clients = True
     unsigned_discovery = True
     service_account_join = True
+    cluster_set_label = ocm.CLUSTER_SET_LABEL
 
     def validate_cluster_name(self, name):
         if not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \

@@ -27,6 +27,12 @@ MANAGED_CLUSTER_ADDON = Kind("addon.open-cluster-management.io/v1alpha1", "Manag
 ADDON_DEPLOYMENT_CONFIG = Kind("addon.open-cluster-management.io/v1alpha1", "AddOnDeploymentConfig",
                                "addondeploymentconfigs", True)
 
+# Cluster sets: a ManagedCluster is in the exclusive set its label names (at most one). Only module cluster_set writes
+# this label; the hub puts clusters without it in set ``default``, and set ``global`` selects every cluster.
+CLUSTER_SET_LABEL = "cluster.open-cluster-management.io/clusterset"
+DEFAULT_CLUSTER_SET = "default"
+GLOBAL_CLUSTER_SET = "global"
+
 # Conditions the hub's registration controller sets on a ManagedCluster.
 ACCEPTED = "HubAcceptedManagedCluster"
 JOINED = "ManagedClusterJoined"

@@ -52,12 +52,30 @@ def cluster_selector(option, where):
     Every field is written, ``None`` when unset: list items are compared field by field, so a field left out would
     let a stored value pass for the desired one.
     """
-    labels = option.get("label_selector") or {}
-    match_labels = labels.get("match_labels") or None
-    expressions = _expressions(labels.get("match_expressions"), where + ".label_selector") or None
     claims = _expressions((option.get("claim_selector") or {}).get("match_expressions"), where + ".claim_selector")
-    return {"labelSelector": {"matchLabels": match_labels, "matchExpressions": expressions} if match_labels or expressions else None,
+    return {"labelSelector": label_selector(option.get("label_selector"), where + ".label_selector"),
             "claimSelector": {"matchExpressions": claims} if claims else None}
+
+
+def label_selector(option, where):
+    """``{matchLabels, matchExpressions}`` from ``{match_labels, match_expressions}``; None when it selects by nothing."""
+    match_labels = (option or {}).get("match_labels") or None
+    expressions = _expressions((option or {}).get("match_expressions"), where) or None
+    return {"matchLabels": match_labels, "matchExpressions": expressions} if match_labels or expressions else None
+
+
+def expressions_argument_spec():
+    """The module option ``match_expressions`` of a label or claim selector."""
+    return dict(type="list", elements="dict", options=dict(
+        key=dict(type="str", required=True, no_log=False),
+        operator=dict(type="str", required=True, choices=list(SELECTOR_OPERATORS)),
+        values=dict(type="list", elements="str"),
+    ))
+
+
+def label_selector_argument_spec():
+    """The module option ``label_selector``: ``match_labels`` and ``match_expressions``."""
+    return dict(type="dict", options=dict(match_labels=dict(type="dict"), match_expressions=expressions_argument_spec()))
 
 
 def _selects(selector):
@@ -147,8 +165,8 @@ def missing_bindings(hub, namespace, cluster_sets):
 def check_namespace(hub, namespace):
     found = resources.get(hub, resources.NAMESPACE, namespace)
     if found is None:
-        raise FleetError("%s: namespace %s does not exist; create it first (the Placement and its "
-                         "ManagedClusterSetBindings live there)" % (hub.label, namespace))
+        raise FleetError("%s: namespace %s does not exist; create it first (ManagedClusterSetBindings and the "
+                         "Placements using them live there)" % (hub.label, namespace))
 
 
 def plan_bindings(hub, name, namespace, cluster_sets, bind):

@@ -273,14 +273,9 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 
 
 def _selector_spec():
-    expressions = dict(type="list", elements="dict", options=dict(
-        key=dict(type="str", required=True, no_log=False),
-        operator=dict(type="str", required=True, choices=list(placement.SELECTOR_OPERATORS)),
-        values=dict(type="list", elements="str"),
-    ))
     return dict(
-        label_selector=dict(type="dict", options=dict(match_labels=dict(type="dict"), match_expressions=expressions)),
-        claim_selector=dict(type="dict", options=dict(match_expressions=expressions)),
+        label_selector=placement.label_selector_argument_spec(),
+        claim_selector=dict(type="dict", options=dict(match_expressions=placement.expressions_argument_spec())),
     )
 
 

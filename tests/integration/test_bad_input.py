@@ -89,6 +89,7 @@ MINIMAL = {
     "cluster_info": lambda c: dict(c.hub, engine="karmada"),
     "k8s_objects": lambda c: dict(c.member1, objects=[cm("bad-input")]),
     "manifest_work": lambda c: dict(c.hub, engine="ocm", name="bad-input", clusters=["bad-input"], manifests=[cm("bad-input")]),
+    "cluster_set": lambda c: dict(c.hub, engine="ocm", name="bad-input"),
 }
 # Modules whose credential rows break their second connection (the dict option named here), not the top-level one.
 SECOND_CONNECTION = {"cluster_join": "member"}
@@ -192,6 +193,14 @@ ROWS = [
     ("k8s_objects", "the same object twice", lambda c: dict(objects=[cm("bad-input"), cm("bad-input")]),
      ["objects 1 and 2 are the same object, ConfigMap/default/bad-input (v1)"]),
     ("cluster_register", "negative discovery_timeout", lambda c: dict(discovery_timeout=-5), ["discovery_timeout must be at least 0"]),
+    # cluster sets (OCM only)
+    ("cluster_set", "uppercase set name", lambda c: dict(name="Bad-Input"), ["invalid cluster set name 'Bad-Input'"]),
+    ("cluster_set", "64-character set name", lambda c: dict(name="s" * 64), ["of 1 to 63 characters"]),
+    ("cluster_set", "unknown selector type", lambda c: dict(selector_type="Labels"),
+     ["value of selector_type must be one of: ExclusiveClusterSetLabel, LabelSelector, got: Labels"]),
+    ("cluster_set", "cluster that is not registered", lambda c: dict(clusters=["bad-input"]),
+     ["cluster set bad-input: cluster(s) bad-input not registered on the hub"]),
+    ("cluster_set", "Karmada engine", lambda c: dict(engine="karmada"), ["cluster sets are an OCM concept", "engine is karmada"]),
 ]
 
 # Missing or unreadable credentials and an unreachable cluster, for every module: (what, options, fragments).

@@ -225,6 +225,9 @@ class TestMemberKubeconfigWithHubCredential:
     def test_placement(self):
         failed_naming(self.run("placement", dict(self.member, name=PREFIX), check_mode=True), self.label, "404")
 
+    def test_cluster_set(self):
+        failed_naming(self.run("cluster_set", dict(self.member, engine="ocm", name=PREFIX), check_mode=True), self.label, "404")
+
     @needs_module("addon")
     def test_addon(self):
         failed_naming(self.run("addon", dict(self.member, name=PREFIX), check_mode=True), self.label, "404")
@@ -317,6 +320,7 @@ FAILURE_ARGS = {
     "k8s_objects": dict(objects=[CONFIG_MAP]),
     "manifest_work": dict(engine="ocm", name=PREFIX, clusters=["edge7"], manifests=[CONFIG_MAP]),
     "placement": dict(name=PREFIX),
+    "cluster_set": dict(engine="ocm", name=PREFIX),
 }
 # How messages call each module's top-level cluster when only its URL is known (client.describe).
 ROLES = {"k8s_objects": "cluster"}
