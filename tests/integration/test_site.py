@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from labstate import admin_token, changes, snapshot
-from runner import ROOT, failures, recap_of, run_playbook, run_while_paused, summary, task_result
+from runner import ROOT, failures, recap_of, run_module, run_playbook, run_while_paused, summary, task_result
 
 import sim_karmada
 import sim_klusterlet
@@ -29,11 +29,14 @@ def hub_csrs(lab):
     return {c["metadata"]["name"] for c in lab.api(lab.hub).get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]}
 
 
-def write_inventory(lab, tmp_path, engine, broken=False):
-    """The lab's inventory with ``fleet_engine`` set; ``broken`` adds a member whose kubeconfig is missing."""
+def write_inventory(lab, tmp_path, engine, broken=False, member_vars=None):
+    """The lab's inventory with ``fleet_engine`` set; ``broken`` adds a member whose kubeconfig is missing;
+    ``member_vars`` ({host: variables}) adds variables to members."""
     with open(lab.inventory) as handle:
         inventory = yaml.safe_load(handle)
     inventory["all"]["vars"]["fleet_engine"] = engine
+    for host, variables in (member_vars or {}).items():
+        inventory["all"]["children"]["members"]["hosts"][host].update(variables)
     if broken:
         inventory["all"]["children"]["members"]["hosts"]["broken"] = {
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -345,6 +348,40 @@ class TestOcm:
 
     def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
         limited_run(write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"))
+
+    def test_inventory_cluster_set_puts_members_in_their_sets(self, lab, simulations, tmp_path_factory):
+        """Inventory cluster_set: each member in its exclusive set; moved when it names another one (previewed by check
+        mode, which writes nothing); a re-run changes nothing."""
+        directory = tmp_path_factory.mktemp("ocm")
+        hub = lab.api(lab.hub)
+
+        def set_of(member):
+            labels = hub.get("/apis/cluster.open-cluster-management.io/v1/managedclusters/" + member)["metadata"]["labels"]
+            return labels.get("cluster.open-cluster-management.io/clusterset")
+
+        try:
+            done, recap = play("site.yml", write_inventory(lab, directory, "ocm", member_vars={
+                "member1": {"cluster_set": "site-a"}, "member2": {"cluster_set": "site-b"}}))
+            assert done.returncode == 0, done.stdout[-4000:]
+            assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 1), recap
+            assert (set_of("member1"), set_of("member2")) == ("site-a", "site-b")
+            moved = write_inventory(lab, directory, "ocm", member_vars={"member1": {"cluster_set": "site-a"},
+                                                                        "member2": {"cluster_set": "site-a"}})
+            done, recap = check_play(lab, "site.yml", moved, diff=True)
+            assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (0, 1), recap
+            assert re.search(r'^\+\s+"cluster.open-cluster-management.io/clusterset": "site-a"', done.stdout, re.MULTILINE), \
+                done.stdout[-4000:]
+            assert set_of("member2") == "site-b"
+            done, recap = play("site.yml", moved)
+            assert done.returncode == 0 and recap["member2"]["changed"] == 1, done.stdout[-4000:]
+            assert set_of("member2") == "site-a"
+            again, recap = play("site.yml", moved)
+            assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
+        finally:
+            hub_auth = {"kubeconfig": lab.clusters[lab.hub]["kubeconfig"], "context": lab.hub}
+            run_module("cluster_set", dict(hub_auth, engine="ocm", name="site-a", remove_clusters=["member1", "member2"]))
+            for name in ("site-a", "site-b"):
+                run_module("cluster_set", dict(hub_auth, engine="ocm", name=name, state="absent", force=True))
 
     def test_deploy_work_delivers_and_removes_a_workload(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
