@@ -169,22 +169,11 @@ def _diff(outcome, cluster):
             "before_header": header, "after_header": header}
 
 
-def _clusters(engine, names):
-    clusters = []
-    for name in names or []:
-        fleet.validate_cluster_name(engine, name)
-        if name not in clusters:
-            clusters.append(name)
-    if not clusters:
-        raise FleetError("clusters is empty: name at least one member cluster")
-    return clusters
-
-
 def apply(hub, engine, clusters, taints=None, state="present", cordon=None, check_mode=False):
     """The module: check the input and that every cluster is registered, then write the taints that change."""
     engine = engines.get(engine)
     add, remove = plan(engine, taints, state, cordon)
-    clusters = _clusters(engine, clusters)
+    clusters = fleet.cluster_names(engine, clusters)
     kind = engine.member_kind
     found, errors = fan_out(lambda c: resources.get(hub, kind, c), clusters)
     missing = [c for c in clusters if c not in errors and found.get(c) is None]
