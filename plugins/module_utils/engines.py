@@ -51,6 +51,11 @@ class Engine:
     service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
     csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
     cluster_set_label = None  # the label putting a member in an exclusive cluster set; None: no cluster sets
+    # Taints of member clusters (spec.taints of the member object, taints.py): the effects the engine knows, the taint
+    # that cordons a cluster ({"key", "effect"}) and the keys of the taints its own controllers set and remove.
+    taint_effects = ()
+    cordon_taint = None
+    hub_taint_keys = ()
 
     def __repr__(self):
         return "<engine %s>" % self.name
@@ -145,6 +150,10 @@ class KarmadaEngine(Engine):
     bootstrap_token_only = True
     cli_pins = True
     csr_auto_approval_setting = True
+    taint_effects = ("NoSchedule", "NoExecute")  # NoExecute evicts the cluster's workloads when failover is on
+    # karmadactl cordon / uncordon (pkg/karmadactl/cordon), TaintClusterUnscheduler in well_known_constants.go
+    cordon_taint = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
+    hub_taint_keys = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")  # the cluster controller's
 
     def check_cluster_sets(self):
         raise FleetError("cluster sets are an OCM concept (ManagedClusterSet); a Karmada hub has none: select Karmada "
@@ -222,6 +231,11 @@ class OcmEngine(Engine):
     unsigned_discovery = True
     service_account_join = True
     cluster_set_label = ocm.CLUSTER_SET_LABEL
+    taint_effects = ("NoSelect", "PreferNoSelect", "NoSelectIfNew")
+    # OCM has no cordon of its own: this collection's taint, which Placements without a toleration for it do not select
+    cordon_taint = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
+    # the hub registration's taint controller (pkg/registration/hub/taint)
+    hub_taint_keys = ("cluster.open-cluster-management.io/unavailable", "cluster.open-cluster-management.io/unreachable")
 
     def validate_cluster_name(self, name):
         if not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \

@@ -50,6 +50,19 @@ def validate_cluster_name(engine, name):
     engines.get(engine).validate_cluster_name(name)
 
 
+def cluster_names(engine, names):
+    """The ``clusters`` option of a module acting on many member clusters: the names without repeats, each checked to be
+    a valid member cluster name, at least one."""
+    clusters = []
+    for cluster in names or []:
+        validate_cluster_name(engine, cluster)
+        if cluster not in clusters:
+            clusters.append(cluster)
+    if not clusters:
+        raise FleetError("clusters is empty: name at least one member cluster")
+    return clusters
+
+
 def member_kind(engine):
     """The hub kind that stands for a member cluster under ``engine``."""
     return engines.get(engine).member_kind

@@ -643,18 +643,6 @@ def _diffs(outcomes):
 
 # --- the module's two states -------------------------------------------------------------------
 
-def _clusters(engine_name, names):
-    """The cluster names without repeats, each checked to be a valid member cluster name."""
-    clusters = []
-    for cluster in names or []:
-        fleet.validate_cluster_name(engine_name, cluster)
-        if cluster not in clusters:
-            clusters.append(cluster)
-    if not clusters:
-        raise FleetError("clusters is empty: name at least one member cluster")
-    return clusters
-
-
 def _check_name(name):
     if len(name) > 253 or not NAME_RE.match(name):
         raise FleetError("name %r is not a valid Kubernetes object name (DNS-1123 subdomain: lowercase letters, "
@@ -672,7 +660,7 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
     """
     engine = WORKS[engines.get(engine_name).name]
     _check_name(name)
-    clusters = _clusters(engine_name, clusters)
+    clusters = fleet.cluster_names(engine_name, clusters)
     wanted = parse_wait_condition(wait_condition)
     engine.check_condition(wanted)
     manifests = validate_manifests(manifests)
@@ -698,7 +686,7 @@ def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_
     """state=absent: delete the work on every cluster (a work already being deleted is left alone)."""
     engine = WORKS[engines.get(engine_name).name]
     _check_name(name)
-    clusters = _clusters(engine_name, clusters)
+    clusters = fleet.cluster_names(engine_name, clusters)
     kind = engine.kind
 
     def delete(cluster):

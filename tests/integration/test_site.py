@@ -111,6 +111,33 @@ def limited_run(inventory, **extra_vars):
     assert summary(done.stdout)["member2"]["RESULT"] == "registered"
 
 
+def inventory_taints(lab, inventory, engine, effect, **extra_vars):
+    """member1's inventory variable taints: previewed by --check --diff (nothing written), applied by site.yml with
+    taints others set kept, a second run changes nothing; then removed again with cluster_taint."""
+    with open(inventory) as handle:
+        data = yaml.safe_load(handle)
+    taint = {"key": "example.com/maintenance", "value": "window-1", "effect": effect}
+    data["all"]["children"]["members"]["hosts"]["member1"]["taints"] = [taint]
+    with open(inventory, "w") as handle:
+        yaml.safe_dump(data, handle)
+    path = {"karmada": "/apis/cluster.karmada.io/v1alpha1/clusters/member1",
+            "ocm": "/apis/cluster.open-cluster-management.io/v1/managedclusters/member1"}[engine]
+    hub = lab.api(lab.hub)
+    other = {"key": "example.com/team", "value": "blue", "effect": effect, "timeAdded": "2026-11-22T03:25:40Z"}
+    hub.patch(path, {"spec": {"taints": [other]}})
+    done, recap = check_play(lab, "site.yml", inventory, diff=True, **extra_vars)
+    assert recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
+    assert "example.com/maintenance" in done.stdout[done.stdout.index("TASK [Taint the member as the inventory says]"):]
+    done, recap = play("site.yml", inventory, **extra_vars)
+    assert done.returncode == 0 and recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
+    assert task_result(done.stdout, "Taint the member as the inventory says", "member1") == "changed"
+    taints = hub.get(path)["spec"]["taints"]
+    assert taints[0] == other and dict((k, taints[1][k]) for k in taint) == taint and len(taints) == 2
+    again, recap = play("site.yml", inventory, **extra_vars)
+    assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap
+    hub.patch(path, {"spec": {"taints": None}})
+
+
 @pytest.fixture(scope="module")
 def starting_state(lab, simulations):
     """The lab before the playbooks ran (and, as each detach test checks, after), with the admin
@@ -215,6 +242,10 @@ class TestKarmada:
 
     def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
         limited_run(write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"), hub_init_csr_auto_approval=False)
+
+    def test_inventory_taints_are_applied(self, lab, simulations, tmp_path_factory):
+        inventory_taints(lab, write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"), "karmada", "NoSchedule",
+                         hub_init_csr_auto_approval=False)
 
     def test_second_run_changes_nothing_and_a_broken_member_fails_alone(self, lab, simulations, tmp_path_factory):
         directory = tmp_path_factory.mktemp("karmada")
@@ -382,6 +413,9 @@ class TestOcm:
             run_module("cluster_set", dict(hub_auth, engine="ocm", name="site-a", remove_clusters=["member1", "member2"]))
             for name in ("site-a", "site-b"):
                 run_module("cluster_set", dict(hub_auth, engine="ocm", name=name, state="absent", force=True))
+
+    def test_inventory_taints_are_applied(self, lab, simulations, tmp_path_factory):
+        inventory_taints(lab, write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"), "ocm", "NoSelect")
 
     def test_deploy_work_delivers_and_removes_a_workload(self, lab, simulations, tmp_path_factory):
         inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")

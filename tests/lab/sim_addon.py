@@ -188,7 +188,9 @@ def set_members(cluster_set, clusters):
 
 
 def tolerated(cluster, tolerations, decided):
-    """The taint-toleration plugin: every NoSelect (and NoSelectIfNew, for new clusters) taint is tolerated."""
+    """The taint-toleration filter (ocm ``pkg/placement/plugins/tainttoleration``, ``isClusterTolerated``): every
+    taint is tolerated, but for ``PreferNoSelect`` (never filters) and ``NoSelectIfNew`` on a cluster the placement
+    decided already (``decided``)."""
     for taint in (cluster.get("spec") or {}).get("taints") or []:
         effect = taint.get("effect")
         if effect == "PreferNoSelect" or (effect == "NoSelectIfNew" and decided):
@@ -199,16 +201,24 @@ def tolerated(cluster, tolerations, decided):
 
 
 def _tolerates(toleration, taint):
+    """``isTolerated``: effect and key match when the toleration names them; ``Equal`` (or no operator) also the value,
+    ``Exists`` any value, another operator nothing; ``tolerationSeconds`` counted from the taint's ``timeAdded`` (a
+    taint without one counts from the zero time, so a toleration with seconds has expired)."""
     if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
         return False
     if toleration.get("key") and toleration["key"] != taint.get("key"):
         return False
     operator = toleration.get("operator") or "Equal"
-    if operator == "Equal" and (toleration.get("value") or "") != (taint.get("value") or ""):
+    if operator == "Equal":
+        if (toleration.get("value") or "") != (taint.get("value") or ""):
+            return False
+    elif operator != "Exists":
         return False
     seconds = toleration.get("tolerationSeconds")
-    if seconds is None or not taint.get("timeAdded"):
+    if seconds is None:
         return True
+    if not taint.get("timeAdded"):
+        return False
     return (parse_time(now()) - parse_time(taint["timeAdded"])).total_seconds() < seconds
 
 
