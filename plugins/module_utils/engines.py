@@ -50,6 +50,11 @@ class Engine:
     cli_pins = False  # its join command line names the hub CA pins (cli_command)
     service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
     csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
+    # Day 2 (labels.py): the taint ({key, effect}) that cordons a member - new placements leave it out -, the label that
+    # names a member's cluster set (None: the engine has none) and the label domains its own controllers own.
+    cordon_taint = None
+    cluster_set_label = None
+    label_domains = ()
 
     def __repr__(self):
         return "<engine %s>" % self.name
@@ -141,6 +146,8 @@ class KarmadaEngine(Engine):
     bootstrap_token_only = True
     cli_pins = True
     csr_auto_approval_setting = True
+    cordon_taint = karmada.CORDON_TAINT
+    label_domains = ("karmada.io",)
 
     def validate_cluster_name(self, name):
         karmada.validate_cluster_name(name)
@@ -212,6 +219,9 @@ class OcmEngine(Engine):
     accepts_clients = True
     unsigned_discovery = True
     service_account_join = True
+    cordon_taint = ocm.CORDON_TAINT
+    cluster_set_label = ocm.CLUSTER_SET_LABEL
+    label_domains = ("open-cluster-management.io",)
 
     def validate_cluster_name(self, name):
         if not isinstance(name, str) or not name or len(name) > ocm.CLUSTER_NAME_MAX_LENGTH \

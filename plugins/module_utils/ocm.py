@@ -47,6 +47,12 @@ BOOTSTRAP_SERVICE_ACCOUNT_USER = "system:serviceaccount:%s:%s" % (OPERATOR_NAMES
 # keeps no cluster id of its own, and one name must stay one cluster.
 CLUSTER_ID_ANNOTATION = "multicluster.fleet/cluster-id"
 
+# Day 2: a ManagedCluster is a member of the ManagedClusterSet (selector type ExclusiveClusterSetLabel) its label names.
+# OCM has no cordon of its own: this collection's cordon is a NoSelect taint of its own key in spec.taints, which
+# Placements that do not tolerate it no longer select.
+CLUSTER_SET_LABEL = "cluster.open-cluster-management.io/clusterset"
+CORDON_TAINT = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
+
 
 def cluster_id_annotation(name, cluster_id):
     """The merge patch that records ``cluster_id`` on ManagedCluster ``name``."""
