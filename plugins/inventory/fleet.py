@@ -16,13 +16,20 @@ description:
     and the hub one more host (O(hub_host)). A host stands for a cluster; tasks run on the controller.
   - "Groups: C(hub) (the hub), C(members) (every member), C(engine_<engine>) (the hub and the members, with the
     group variable C(fleet_engine)), C(mode_push) and C(mode_pull) (members by C(registration_mode)), C(ready) and
-    C(not_ready) (members by what the hub reports). The playbooks C(site.yml) and C(detach.yml) run on it unchanged."
+    C(not_ready) (members by what the hub reports), C(cordoned) (members carrying the engine's cordon taint) and
+    C(cluster_set_<set>) (OCM members by their cluster set; characters other than letters, digits and C(_) become C(_)).
+    The playbooks C(site.yml) and C(detach.yml) run on it unchanged."
   - "Member host variables the playbooks read: C(cluster_name), C(registration_mode) (V(push) or V(pull); what the
-    hub reports, else V(push) for Karmada and V(pull) for OCM), C(provider), C(region), C(zones), C(labels) (where
-    the hub reports them), and C(kubeconfig) and C(context) where O(members) or O(members_kubeconfig) give them."
+    hub reports, else V(push) for Karmada and V(pull) for OCM), C(provider), C(region), C(zones), C(labels),
+    C(annotations) (without the collection's bookkeeping annotations) and C(cluster_set) (OCM
+    label C(cluster.open-cluster-management.io/clusterset)) - where the hub reports them -, and C(kubeconfig) and
+    C(context) where O(members) or O(members_kubeconfig) give them."
   - "Member host variables with what the hub reports: C(fleet_registered), C(fleet_ready), C(fleet_mode) (V(Push)
     or V(Pull)), C(fleet_cluster_id), C(fleet_api_endpoint), C(fleet_kubernetes_version), C(fleet_joined) and
-    C(fleet_accepted) (OCM; null for Karmada); null where the hub does not say."
+    C(fleet_accepted) (OCM; null for Karmada) and C(fleet_taints) (C(spec.taints), the hub's own taints included, so not the
+    input C(taints) of C(site.yml)); null where the hub does not say. C(cordoned) is true when the cluster
+    carries the engine's cordon taint - Karmada C(cluster.karmada.io/unschedulable:NoSchedule) (C(karmadactl cordon)),
+    OCM C(multicluster.fleet/cordoned:NoSelect)."
   - The hub host's variables are the connection settings the inventory source gives, except secrets,
     O(hub_apiserver) and O(hub_vars). The same variables, with the hub's host name as C(name), are the group
     variable C(fleet_hub) of C(members), so that a member's play finds the hub where the hub host is not in the

@@ -50,9 +50,11 @@ class Engine:
     cli_pins = False  # its join command line names the hub CA pins (cli_command)
     service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
     csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
-    cluster_set_label = None  # the label putting a member in an exclusive cluster set; None: no cluster sets
-    # Taints of member clusters (spec.taints of the member object, taints.py): the effects the engine knows, the taint
-    # that cordons a cluster ({"key", "effect"}) and the keys of the taints its own controllers set and remove.
+    # Day 2 (labels.py, taints.py): the label that names a member's cluster set (None: the engine has none), the label
+    # domains its own controllers own, the taint effects it knows, the taint ({key, effect}) that cordons a member -
+    # new placements leave it out - and the keys of the taints its own controllers set and remove.
+    cluster_set_label = None
+    label_domains = ()
     taint_effects = ()
     cordon_taint = None
     hub_taint_keys = ()
@@ -150,9 +152,9 @@ class KarmadaEngine(Engine):
     bootstrap_token_only = True
     cli_pins = True
     csr_auto_approval_setting = True
+    label_domains = ("karmada.io",)
     taint_effects = ("NoSchedule", "NoExecute")  # NoExecute evicts the cluster's workloads when failover is on
-    # karmadactl cordon / uncordon (pkg/karmadactl/cordon), TaintClusterUnscheduler in well_known_constants.go
-    cordon_taint = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
+    cordon_taint = karmada.CORDON_TAINT
     hub_taint_keys = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")  # the cluster controller's
 
     def check_cluster_sets(self):
@@ -231,9 +233,9 @@ class OcmEngine(Engine):
     unsigned_discovery = True
     service_account_join = True
     cluster_set_label = ocm.CLUSTER_SET_LABEL
+    label_domains = ("open-cluster-management.io",)
     taint_effects = ("NoSelect", "PreferNoSelect", "NoSelectIfNew")
-    # OCM has no cordon of its own: this collection's taint, which Placements without a toleration for it do not select
-    cordon_taint = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
+    cordon_taint = ocm.CORDON_TAINT
     # the hub registration's taint controller (pkg/registration/hub/taint)
     hub_taint_keys = ("cluster.open-cluster-management.io/unavailable", "cluster.open-cluster-management.io/unreachable")
 

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 
@@ -71,6 +71,7 @@ def member_kind(engine):
 def summarize(engine, obj):
     """Engine-neutral summary of a member cluster object, with the object itself under ``object``."""
     summary = engines.get(engine).summarize(obj)
+    summary.update(labels.observed(engine, obj))
     summary["created"] = obj["metadata"].get("creationTimestamp")
     summary["object"] = resources.presentable(obj)
     return summary

@@ -5,9 +5,10 @@
 
 Every member cluster registered on the hub becomes a host named after the cluster, the hub one more
 host; each host carries the variables the playbooks read (``cluster_name``, ``registration_mode``,
-``provider``, ``region``, ``zones``, ``labels``, and where known the connection settings ``kubeconfig``
-and ``context``) and what the hub reports about the cluster (``fleet_*``). Members' credentials are
-not on the hub: :class:`MemberMapping` says which kubeconfig and context reach each of them.
+``provider``, ``region``, ``zones``, ``labels``, ``annotations``, ``cluster_set``, and where known the
+connection settings ``kubeconfig`` and ``context``) and what the hub reports about the cluster (``fleet_*``,
+``cordoned``); cordoned members are also in group ``cordoned``, members of a cluster set in ``cluster_set_<set>``.
+Members' credentials are not on the hub: :class:`MemberMapping` says which kubeconfig and context reach each of them.
 
 No secret ever becomes an inventory variable (AWX shows them): the hub's bearer token and a
 kubeconfig given as a dictionary stay with the connection that reads the hub.
@@ -18,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+import re
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
@@ -30,13 +32,16 @@ MODES = ("push", "pull")
 SHOWN_CONNECTION = tuple(option for option in AUTH_OPTIONS if option != "api_key")
 # What the hub reports about a member that the inventory keeps (and caches): the summary without the object.
 OBSERVED = ("name", "mode", "id", "api_endpoint", "kubernetes_version", "ready", "joined", "accepted",
-            "provider", "region", "zones", "labels")
+            "provider", "region", "zones", "labels", "annotations", "taints", "cordoned", "cluster_set")
 # Host variable -> summary key of the facts the hub reports.
 FACTS = (("fleet_mode", "mode"), ("fleet_cluster_id", "id"), ("fleet_api_endpoint", "api_endpoint"),
          ("fleet_kubernetes_version", "kubernetes_version"), ("fleet_joined", "joined"),
-         ("fleet_accepted", "accepted"))
-# Summary keys that are also inputs of the playbooks (site.yml passes them on when it registers the member).
-PLACEMENT = ("provider", "region", "zones", "labels")
+         ("fleet_accepted", "accepted"), ("fleet_taints", "taints"))
+# Summary keys that are also inputs of the playbooks (site.yml passes them on when it registers the member). Not the
+# taints (fact fleet_taints): they hold the hub's own (unreachable, not-ready), which no inventory may set.
+PLACEMENT = ("provider", "region", "zones", "labels", "annotations", "cluster_set")
+CORDONED_GROUP = "cordoned"
+CLUSTER_SET_PREFIX = "cluster_set_"
 ENTRY_KEYS = ("name", "pattern", "kubeconfig", "context", "vars")
 
 
@@ -55,6 +60,11 @@ def mode_group(mode):
 
 def ready_group(ready):
     return "ready" if ready else "not_ready"
+
+
+def cluster_set_group(name):
+    """``cluster_set_<name>``, the characters a group name cannot hold as ``_``."""
+    return CLUSTER_SET_PREFIX + re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
 class Host:
@@ -166,12 +176,13 @@ def member_vars(engine, name, observed, mapping):
     registered), the connection settings ``mapping`` gives, then the declared variables, which win."""
     variables = {"ansible_connection": "local", "cluster_name": name}
     if observed is None:
-        variables.update(registration_mode=engines.get(engine).default_mode, fleet_registered=False, fleet_ready=False)
+        variables.update(registration_mode=engines.get(engine).default_mode, fleet_registered=False, fleet_ready=False,
+                         cordoned=False)
         variables.update((var, None) for var, _key in FACTS)
     else:
         variables["registration_mode"] = (observed.get("mode") or engines.get(engine).default_mode).lower()
         variables.update((key, observed[key]) for key in PLACEMENT if observed.get(key) not in (None, "", [], {}))
-        variables.update(fleet_registered=True, fleet_ready=bool(observed.get("ready")))
+        variables.update(fleet_registered=True, fleet_ready=bool(observed.get("ready")), cordoned=bool(observed.get("cordoned")))
         variables.update((var, observed.get(key)) for var, key in FACTS)
     variables.update(mapping.connection(name))
     variables.update(mapping.variables(name))
@@ -191,7 +202,7 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
     if not isinstance(hub_vars or {}, dict):
         raise FleetError("hub_vars must be a dictionary of variables, got %r" % (hub_vars,))
     all_groups = ([HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES]
-                  + [ready_group(True), ready_group(False)])
+                  + [ready_group(True), ready_group(False), CORDONED_GROUP])
     if hub_host in all_groups:
         raise FleetError("hub_host %r is the name of a group of this inventory; set hub_host to another name" % hub_host)
     if hub_host in mapping.declared():
@@ -222,7 +233,10 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
         variables = member_vars(engine, name, observed.get(name), mapping)
         groups = [MEMBERS_GROUP, engine_group(engine), mode_group(variables["registration_mode"]),
                   ready_group(variables["fleet_ready"])]
+        groups += [CORDONED_GROUP] if variables["cordoned"] else []
+        groups += [cluster_set_group(variables["cluster_set"])] if variables.get("cluster_set") else []
         members.append(Host(name, variables, groups))
     group_vars = {engine_group(engine): {"fleet_engine": engine},
                   MEMBERS_GROUP: {"fleet_hub": dict(settings, name=hub_host)}}
-    return Fleet(hub, members, all_groups, group_vars, warnings)
+    set_groups = sorted(set(group for member in members for group in member.groups if group.startswith(CLUSTER_SET_PREFIX)))
+    return Fleet(hub, members, all_groups + set_groups, group_vars, warnings)

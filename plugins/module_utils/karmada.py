@@ -17,6 +17,9 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import pki, res
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
+# The taint karmadactl cordon adds to a Cluster's spec.taints (and uncordon removes): the scheduler places nothing new
+# there (pkg/apis/cluster/v1alpha1/well_known_constants.go TaintClusterUnscheduler).
+CORDON_TAINT = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
 
 
 # --- Pull registration (karmadactl register / unregister), docs/architecture.md 4.4 -------------------

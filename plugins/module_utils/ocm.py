@@ -53,6 +53,10 @@ BOOTSTRAP_SERVICE_ACCOUNT_USER = "system:serviceaccount:%s:%s" % (OPERATOR_NAMES
 # keeps no cluster id of its own, and one name must stay one cluster.
 CLUSTER_ID_ANNOTATION = "multicluster.fleet/cluster-id"
 
+# OCM has no cordon of its own: this collection's cordon is a NoSelect taint of its own key in spec.taints, which
+# Placements that do not tolerate it no longer select.
+CORDON_TAINT = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
+
 
 def cluster_id_annotation(name, cluster_id):
     """The merge patch that records ``cluster_id`` on ManagedCluster ``name``."""

@@ -168,6 +168,27 @@ clusters:
       description: The object's labels.
       type: dict
       sample: {env: prod}
+    annotations:
+      description:
+        - The object's annotations, without the bookkeeping of this collection (the keys M(multicluster.fleet.cluster_label)
+          manages) and of C(kubectl apply).
+      type: dict
+      sample: {fleet.example.com/owner: platform-team}
+    taints:
+      description: The object's C(spec.taints), each with C(key), C(value), C(effect) and C(timeAdded).
+      type: list
+      elements: dict
+      sample: [{key: cluster.karmada.io/unschedulable, effect: NoSchedule, timeAdded: "2026-11-24T12:00:00Z"}]
+    cordoned:
+      description:
+        - The cluster carries the engine's cordon taint - Karmada C(cluster.karmada.io/unschedulable) with effect
+          C(NoSchedule) (C(karmadactl cordon)), OCM C(multicluster.fleet/cordoned) with effect C(NoSelect).
+      type: bool
+      sample: false
+    cluster_set:
+      description: The OCM cluster set the cluster belongs to (label C(cluster.open-cluster-management.io/clusterset)); null for Karmada.
+      type: str
+      sample: default
     conditions:
       description: Status conditions with C(type), C(status), C(reason), C(message), C(lastTransitionTime).
       type: list

@@ -11,9 +11,12 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANA
 from runner import run_module, run_playbook
 
 KARMADA_OBJECTS = [
-    ({"metadata": {"name": "info-push", "labels": {"env": "prod", "tier": "web"}},
+    ({"metadata": {"name": "info-push", "labels": {"env": "prod", "tier": "web"},
+                   "annotations": {"example.com/owner": "platform", "multicluster.fleet/managed-labels": "env,tier"}},
       "spec": {"syncMode": "Push", "apiEndpoint": "https://127.0.0.1:1", "id": "uid-push",
-               "provider": "aws", "region": "eu-west-1", "zones": ["eu-west-1a"]}},
+               "provider": "aws", "region": "eu-west-1", "zones": ["eu-west-1a"],
+               "taints": [{"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule",
+                           "timeAdded": "2026-11-24T12:00:00Z"}]}},
      {"kubernetesVersion": "v1.20.2", "conditions": [
          {"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "cluster is healthy and ready",
           "lastTransitionTime": "2026-11-22T03:19:58Z"}]}),
@@ -21,7 +24,9 @@ KARMADA_OBJECTS = [
       "spec": {"syncMode": "Pull", "id": "uid-pull"}}, None),
 ]
 OCM_OBJECTS = [
-    ({"metadata": {"name": "info-ocm-a", "labels": {"env": "prod"}}, "spec": {"hubAcceptsClient": True}},
+    ({"metadata": {"name": "info-ocm-a", "labels": {"env": "prod", "cluster.open-cluster-management.io/clusterset": "blue"}},
+      "spec": {"hubAcceptsClient": True,
+               "taints": [{"key": "multicluster.fleet/cordoned", "effect": "NoSelect", "timeAdded": "2026-11-24T12:00:00Z"}]}},
      {"version": {"kubernetes": "v1.20.2"}, "conditions": [
          {"type": "HubAcceptedManagedCluster", "status": "True", "reason": "HubClusterAdminAccepted",
           "message": "Accepted by hub cluster admin", "lastTransitionTime": "2026-11-22T03:25:40Z"},
@@ -70,6 +75,11 @@ def test_lists_karmada_clusters(hub, registered):
     assert push["conditions"][0]["reason"] == "ClusterReady"
     assert push["object"]["spec"]["apiEndpoint"] == "https://127.0.0.1:1"
     assert (pull["mode"], pull["ready"], pull["kubernetes_version"]) == ("Pull", False, None)
+    assert (push["labels"], push["annotations"], push["cordoned"], push["cluster_set"]) == (
+        {"env": "prod", "tier": "web"}, {"example.com/owner": "platform"}, True, None)
+    assert push["taints"] == [{"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule",
+                               "timeAdded": "2026-11-24T12:00:00Z"}]
+    assert (pull["annotations"], pull["taints"], pull["cordoned"]) == ({}, [], False)
 
 
 def test_lists_ocm_managed_clusters(hub, registered):
@@ -77,6 +87,8 @@ def test_lists_ocm_managed_clusters(hub, registered):
     a, b = clusters["info-ocm-a"], clusters["info-ocm-b"]
     assert (a["accepted"], a["joined"], a["ready"], a["kubernetes_version"]) == (True, True, True, "v1.20.2")
     assert (b["accepted"], b["joined"], b["ready"]) == (False, False, False)
+    assert (a["cluster_set"], a["cordoned"], a["taints"][0]["effect"]) == ("blue", True, "NoSelect")
+    assert (b["cluster_set"], b["cordoned"], b["taints"]) == (None, False, [])
     assert not {"info-push", "info-pull"} & set(clusters)
 
 

@@ -154,6 +154,11 @@ class TestMemberKubeconfigWithHubCredential:
         failed_naming(self.run("cluster_info", dict(self.member, engine="karmada")),
                       self.label + ": GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 404")
 
+    def test_cluster_label(self):
+        # member1 serves no Karmada Cluster: "not registered", on member1.
+        result = self.run("cluster_label", dict(self.member, engine="karmada", clusters=[PREFIX], labels={"env": "prod"}))
+        failed_naming(result, self.label + ": cannot label every cluster, nothing was written")
+
     @pytest.mark.parametrize("hub_given", ["by kubeconfig", "by the variables"])
     def test_cluster_join(self, lab, hub_given):
         hub = auth(lab, lab.hub) if hub_given == "by kubeconfig" else {}
@@ -314,6 +319,7 @@ FAILURE_ARGS = {
     "bootstrap_token_info": {},
     "cluster_info": dict(engine="karmada"),
     "cluster_join": dict(cluster_name="edge7"),
+    "cluster_label": dict(engine="karmada", clusters=["edge7"], labels={"env": "prod"}),
     "cluster_register": dict(engine="karmada", cluster_name="edge7", state="absent"),
     "csr_accept": dict(engine="karmada", clusters=["edge7"]),
     "hub_registration": dict(engine="karmada"),

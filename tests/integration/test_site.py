@@ -22,6 +22,8 @@ import sim_klusterlet
 # The tasks that register a member and wait for the hub's report, retried while their waits time out.
 PUSH_JOIN = "Join the member in Push mode and wait until the hub reports it ready"
 OCM_JOIN = "Join the hub, be accepted there (agent_install_ocm_accept) and wait until ready, for %s"
+LABEL = "Label and annotate the member on the hub"
+MANAGED_LABELS = "multicluster.fleet/managed-labels"
 
 
 def hub_csrs(lab):
@@ -96,6 +98,52 @@ def token_inventory(lab, directory, engine):
     path = directory / ("%s-tokens.yml" % engine)
     path.write_text(yaml.safe_dump(inventory))
     return str(path)
+
+
+def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
+    """site.yml gives each member the labels and annotations of the inventory on its hub object (``path`` % member;
+    member1 and member2: push and pull for Karmada, both pull for OCM), changes and removes them with the inventory and
+    keeps the label someone else set; check mode with --diff shows the change and writes nothing; a re-run changes
+    nothing."""
+    hub = lab.api(lab.hub)
+
+    def metadata(member):  # without the cluster id the collection records on an OCM ManagedCluster
+        meta = hub.get(path % member)["metadata"]
+        annotations = meta.get("annotations") or {}
+        return meta.get("labels") or {}, dict((k, v) for k, v in annotations.items() if k != "multicluster.fleet/cluster-id")
+
+    def run(member_vars, check=False):
+        inventory = write_inventory(lab, directory, engine, member_vars=member_vars)
+        if check:
+            return check_play(lab, "site.yml", inventory, diff=True, **extra_vars)
+        done, recap = play("site.yml", inventory, **extra_vars)
+        assert done.returncode == 0, done.stdout[-4000:]
+        return done, recap
+
+    hub.patch(path % "member1", {"metadata": {"labels": {"team": "blue"}}})
+    done, recap = run({"member1": {"labels": {"env": "prod", "tier": "web"}, "annotations": {"example.com/owner": "platform"}},
+                       "member2": {"labels": {"env": "prod"}}})
+    assert (recap["member1"]["changed"], recap["member2"]["changed"], recap["hub-cluster"]["changed"]) == (1, 1, 0), recap
+    assert task_result(done.stdout, LABEL, "member2") == "changed"
+    assert metadata("member1") == ({"team": "blue", "env": "prod", "tier": "web"}, {
+        "example.com/owner": "platform", MANAGED_LABELS: "env,tier", "multicluster.fleet/managed-annotations": "example.com/owner"})
+    assert metadata("member2") == ({"env": "prod"}, {MANAGED_LABELS: "env"})
+
+    changed = {"member1": {"labels": {"env": "stage"}}, "member2": {"labels": {"env": "prod"}}}
+    done, recap = run(changed, check=True)
+    assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 0), recap
+    assert re.search(r'^-\s+"tier": "web",?$', done.stdout, re.MULTILINE), done.stdout[-4000:]
+    assert re.search(r'^\+\s+"env": "stage",?$', done.stdout, re.MULTILINE), done.stdout[-4000:]
+    done, recap = run(changed)
+    assert recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
+    assert metadata("member1") == ({"team": "blue", "env": "stage"}, {MANAGED_LABELS: "env"})
+    _done, recap = run(changed)
+    assert all(r["changed"] == 0 for r in recap.values()), recap
+
+    _done, recap = run({})
+    assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 1), recap
+    assert metadata("member1") == ({"team": "blue"}, {}) and metadata("member2") == ({}, {})
+    hub.patch(path % "member1", {"metadata": {"labels": {"team": None}}})
 
 
 def limited_run(inventory, **extra_vars):
@@ -240,6 +288,10 @@ class TestKarmada:
         rows = summary(done.stdout)
         assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
 
+    def test_labels_and_annotations_follow_the_inventory(self, lab, simulations, tmp_path_factory):
+        labels_follow_the_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada",
+                                    "/apis/cluster.karmada.io/v1alpha1/clusters/%s", hub_init_csr_auto_approval=False)
+
     def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
         limited_run(write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"), hub_init_csr_auto_approval=False)
 
@@ -376,6 +428,10 @@ class TestOcm:
         assert "+++ after" not in done.stdout, done.stdout[-4000:]
         rows = summary(done.stdout)
         assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
+
+    def test_labels_and_annotations_follow_the_inventory(self, lab, simulations, tmp_path_factory):
+        labels_follow_the_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm",
+                                    "/apis/cluster.open-cluster-management.io/v1/managedclusters/%s")
 
     def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
         limited_run(write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"))

@@ -142,6 +142,19 @@ def test_compose_groups_and_keyed_groups(tmp_path, hub):
     assert hosts_of(listing, "_karmada") == ["m1", "m2"]
 
 
+def test_cordoned_group_and_keyed_groups_on_labels(tmp_path, hub):
+    cordon = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2026-11-24T12:00:00Z"}
+    hub.clusters[1]["spec"]["taints"] = [cordon]
+    hub.clusters[1]["metadata"]["annotations"] = {"owner": "me", "multicluster.fleet/managed-labels": "env"}
+    listing = inventory(tmp_path, {"engine": "karmada", "host": hub.url,
+                                   "keyed_groups": [{"key": "labels.env", "prefix": "env"}]})
+    assert hosts_of(listing, "cordoned") == ["m2"]
+    assert (hosts_of(listing, "env_prod"), hosts_of(listing, "env_dev")) == (["m1"], ["m2"])
+    m1, m2 = listing["_meta"]["hostvars"]["m1"], listing["_meta"]["hostvars"]["m2"]
+    assert (m1["cordoned"], m2["cordoned"], m2["fleet_taints"], m2["annotations"]) == (False, True, [cordon], {"owner": "me"})
+    assert "cluster_set" not in m2  # Karmada has no cluster sets
+
+
 def test_strict_fails_on_an_expression_that_cannot_be_evaluated(tmp_path, hub):
     done = inventory(tmp_path, {"engine": "karmada", "host": hub.url, "strict": True,
                                 "groups": {"broken": "undefined_variable.attribute"}}, expect_failure=True)

@@ -49,7 +49,7 @@ class TestGrouping:
         assert fleet.hub.name == "hub-cluster" and fleet.hub.groups == ["hub", "engine_karmada"]
         assert hosts["m1"].groups == ["members", "engine_karmada", "mode_push", "ready"]
         assert hosts["m2"].groups == ["members", "engine_karmada", "mode_pull", "not_ready"]
-        assert fleet.groups == ["hub", "members", "engine_karmada", "mode_push", "mode_pull", "ready", "not_ready"]
+        assert fleet.groups == ["hub", "members", "engine_karmada", "mode_push", "mode_pull", "ready", "not_ready", "cordoned"]
         assert fleet.group_vars["engine_karmada"] == {"fleet_engine": "karmada"}
 
     def test_member_variables(self):
@@ -60,7 +60,23 @@ class TestGrouping:
             "provider": "aws", "region": "eu-west-1", "zones": ["a", "b"], "labels": {"env": "prod"},
             "fleet_registered": True, "fleet_ready": True, "fleet_mode": "Push", "fleet_cluster_id": "id-m1",
             "fleet_api_endpoint": "https://m1:6443", "fleet_kubernetes_version": "v1.20.2",
-            "fleet_joined": None, "fleet_accepted": None}
+            "fleet_joined": None, "fleet_accepted": None, "fleet_taints": [], "cordoned": False}
+
+    def test_labels_annotations_taints_cordon_and_cluster_set(self):
+        cordon = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
+        obj = dict(OCM_CLUSTER, metadata={"name": "c2", "labels": {"cluster.open-cluster-management.io/clusterset": "blue-1"},
+                                          "annotations": {"owner": "me", "multicluster.fleet/managed-labels": "env"}},
+                   spec=dict(OCM_CLUSTER["spec"], taints=[cordon]))
+        fleet = inventory.build("ocm", observed("ocm", obj, dict(OCM_CLUSTER, metadata={"name": "c3"})),
+                                inventory.MemberMapping(), "hub-cluster", {})
+        c2, c3 = fleet.members
+        assert {k: c2.vars[k] for k in ("annotations", "fleet_taints", "cordoned", "cluster_set")} == {
+            "annotations": {"owner": "me"}, "fleet_taints": [cordon], "cordoned": True, "cluster_set": "blue-1"}
+        assert c2.groups == ["members", "engine_ocm", "mode_pull", "not_ready", "cordoned", "cluster_set_blue_1"]
+        assert c3.vars["cordoned"] is False and not {"annotations", "taints", "cluster_set"} & set(c3.vars)
+        assert "taints" not in c2.vars  # the hub's taints are no input of site.yml
+        assert c3.groups == ["members", "engine_ocm", "mode_pull", "not_ready"]
+        assert fleet.groups[-2:] == ["cordoned", "cluster_set_blue_1"]
 
     def test_unreported_placement_is_left_unset(self):
         # site.yml passes provider/region/zones on with default(omit): unset keeps the hub's values as they are
@@ -81,7 +97,8 @@ class TestGrouping:
         assert hosts["new"].vars == {"ansible_connection": "local", "cluster_name": "new", "registration_mode": "pull",
                                      "region": "r1", "fleet_registered": False, "fleet_ready": False, "fleet_mode": None,
                                      "fleet_cluster_id": None, "fleet_api_endpoint": None,
-                                     "fleet_kubernetes_version": None, "fleet_joined": None, "fleet_accepted": None}
+                                     "fleet_kubernetes_version": None, "fleet_joined": None, "fleet_accepted": None,
+                                     "fleet_taints": None, "cordoned": False}
         assert hosts["new"].groups == ["members", "engine_karmada", "mode_pull", "not_ready"]
         # what site.yml does for a member that names no mode
         assert hosts["other"].vars["registration_mode"] == "push"

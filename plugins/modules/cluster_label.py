@@ -1,0 +1,197 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: multicluster.fleet contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: cluster_label
+short_description: Label and annotate member clusters on a Karmada or Open Cluster Management hub
+version_added: 1.0.0
+description:
+  - Sets labels and annotations on the hub objects of member clusters - Karmada C(Cluster)
+    (C(clusters.cluster.karmada.io/v1alpha1)), OCM C(ManagedCluster) (C(managedclusters.cluster.open-cluster-management.io/v1))
+    - for one or many clusters in one task, as C(kubectl label) and C(kubectl annotate) would. Both engines select
+    clusters by these labels - a Karmada C(PropagationPolicy)'s C(clusterAffinity.labelSelector), an OCM C(Placement)'s
+    predicates (M(multicluster.fleet.placement)).
+  - Push and pull members alike; the object must exist, so for a member that registers by pull (whose agent creates
+    it) label it after the registration - C(site.yml) does so with the inventory's C(labels) and C(annotations).
+  - The module records which keys it set on the object itself, in the annotations C(multicluster.fleet/managed-labels)
+    and C(multicluster.fleet/managed-annotations). With O(purge), a key it set that the task no longer lists is removed;
+    labels and annotations set by others - people, the engines, other modules such as the cluster set membership
+    label C(cluster.open-cluster-management.io/clusterset) - are never removed that way. A key that already has the
+    wanted value was set by someone else and stays theirs; keys of the engines' own domains (C(karmada.io),
+    C(open-cluster-management.io) and their subdomains) are written when they differ but never recorded.
+  - Before writing anything the module checks every key and value by Kubernetes' rules and that every cluster is
+    registered; errors name the key, the value and the clusters. The writes to many clusters run in parallel.
+author:
+  - multicluster.fleet maintainers (@multicluster-fleet)
+options:
+  clusters:
+    description:
+      - The member clusters (Karmada Cluster or OCM ManagedCluster names).
+    type: list
+    elements: str
+    required: true
+  labels:
+    description:
+      - Labels to set. A key is an optional DNS-1123 subdomain prefix and C(/), then a name of at most 63 letters,
+        digits, C(-), C(_) or C(.), starting and ending with a letter or digit; a value is empty or such a name.
+        Numbers and booleans are written as text (V(true), V(false)).
+      - A key whose value is null is removed, whoever set it.
+      - Left out, the labels are not touched (not even by O(purge)).
+    type: dict
+  annotations:
+    description:
+      - Annotations to set; keys as for O(labels), values any text (at most 256 KiB together).
+      - A key whose value is null is removed, whoever set it.
+      - Left out, the annotations are not touched (not even by O(purge)).
+    type: dict
+  purge:
+    description:
+      - Also remove the labels (annotations) this module set earlier on each cluster that O(labels) (O(annotations))
+        no longer lists. Labels and annotations others set stay.
+      - C(site.yml) purges, so that the inventory's C(labels) and C(annotations) are the whole of what the collection
+        manages on a member.
+    type: bool
+    default: false
+  unregistered:
+    description:
+      - What to do when a cluster of O(clusters) is not registered on the hub.
+      - V(fail) fails the task before anything is written, naming the clusters.
+      - V(skip) labels the others and reports the missing ones in RV(clusters) with action V(unregistered) (for example
+        in a check-mode run that only plans the registration).
+    type: str
+    choices: [fail, skip]
+    default: fail
+extends_documentation_fragment:
+  - multicluster.fleet.engine
+  - multicluster.fleet.auth
+  - multicluster.fleet.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports what would change, using the hub's dry run; writes nothing.
+  diff_mode:
+    support: full
+    details:
+      - Per changed cluster, the labels and annotations before and after.
+  idempotent:
+    support: full
+notes:
+  - The hub credentials need C(get) and C(patch) on C(clusters.cluster.karmada.io) or
+    C(managedclusters.cluster.open-cluster-management.io). On an OCM hub, setting the label
+    C(cluster.open-cluster-management.io/clusterset) also needs C(create) on C(managedclustersets/join) for the set.
+seealso:
+  - module: multicluster.fleet.cluster_info
+  - module: multicluster.fleet.placement
+  - name: Karmada - Cluster affinity
+    description: PropagationPolicy's clusterAffinity selects member clusters by their labels.
+    link: https://karmada.io/docs/userguide/scheduling/resource-propagating/
+  - name: OCM - Placement
+    description: Placement predicates select managed clusters by their labels.
+    link: https://open-cluster-management.io/docs/concepts/content-placement/placement/
+"""
+
+EXAMPLES = r"""
+- name: Label the production clusters of a Karmada hub
+  multicluster.fleet.cluster_label:
+    engine: karmada
+    kubeconfig: /etc/fleet/karmada-apiserver.kubeconfig
+    clusters: [member1, member2]
+    labels:
+      env: prod
+      fleet.example.com/tier: gold
+    annotations:
+      fleet.example.com/owner: platform-team
+
+- name: Make an OCM cluster's labels exactly these, removing the ones this collection set before
+  multicluster.fleet.cluster_label:
+    engine: ocm
+    clusters: [cluster1]
+    labels:
+      env: stage
+    purge: true
+
+- name: Remove a label, whoever set it
+  multicluster.fleet.cluster_label:
+    engine: ocm
+    clusters: [cluster1, cluster2]
+    labels:
+      canary: null
+"""
+
+RETURN = r"""
+clusters:
+  description: Per cluster, what the task did and the labels and annotations the object has afterwards.
+  returned: always
+  type: dict
+  contains:
+    action:
+      description: V(updated), V(unchanged), or V(unregistered) (with O(unregistered=skip)).
+      type: str
+      sample: updated
+    labels:
+      description: The object's labels afterwards (what the hub would store, in check mode).
+      type: dict
+      sample: {env: prod}
+    annotations:
+      description: The object's annotations afterwards, without this collection's bookkeeping annotations.
+      type: dict
+      sample: {fleet.example.com/owner: platform-team}
+    managed_labels:
+      description: The label keys this collection set on the object, which O(purge) may remove.
+      type: list
+      elements: str
+      sample: [env]
+    managed_annotations:
+      description: The annotation keys this collection set on the object.
+      type: list
+      elements: str
+      sample: [fleet.example.com/owner]
+  sample:
+    member1:
+      action: updated
+      labels: {env: prod}
+      annotations: {}
+      managed_labels: [env]
+      managed_annotations: []
+clusters_failed:
+  description: The clusters whose write failed (the others are in RV(clusters)).
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+
+
+def run(module):
+    params = module.params
+    return cluster_label.apply(module.cluster(), params["engine"], params["clusters"], params["labels"],
+                               params["annotations"], params["purge"], params["unregistered"], module.check_mode)
+
+
+def module_spec():
+    """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
+    return dict(argument_spec=dict(
+        engine=dict(type="str", required=True, choices=list(engines.NAMES)),
+        clusters=dict(type="list", elements="str", required=True),
+        labels=dict(type="dict"),
+        annotations=dict(type="dict"),
+        purge=dict(type="bool", default=False),
+        unregistered=dict(type="str", choices=list(cluster_label.UNREGISTERED), default="fail"),
+    ))
+
+
+def main():
+    FleetModule(**module_spec()).run(run)
+
+
+if __name__ == "__main__":
+    main()

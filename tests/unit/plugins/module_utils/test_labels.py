@@ -1,0 +1,173 @@
+"""Labels and annotations of member clusters: Kubernetes' key and value rules, which keys the collection manages, the
+merge patch it plans, the module's run over several clusters (against the fake API server), and what a member object
+says about taints, cordon and cluster set."""
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
+
+MANAGED = labels.MANAGED_LABELS
+
+
+def member(name="m1", labels_=None, annotations=None, taints=None):
+    return {"metadata": {"name": name, "labels": labels_ or {}, "annotations": annotations or {}, "resourceVersion": "1"},
+            "spec": {"taints": taints} if taints else {}}
+
+
+class TestValidation:
+    @pytest.mark.parametrize("key", ["env", "a.b-c_d", "example.com/tier", "x" * 63, "a.b/" + "x" * 63,
+                                     "sub.example.com/A_b"])
+    def test_qualified_names(self, key):
+        assert labels.key_problem(key) is None
+
+    @pytest.mark.parametrize("key, problem", [
+        ("", "non-empty"), ("-env", "name must be"), ("env-", "name must be"), ("x" * 64, "name must be"),
+        ("Example.com/env", "prefix"), ("/env", "prefix"), ("a/b/c", "prefix"), ("example.com/", "name (after '/')"),
+        ("a b", "name must be"),
+    ])
+    def test_keys_that_are_refused(self, key, problem):
+        assert problem in labels.key_problem(key)
+
+    def test_values_as_text(self):
+        assert labels.validate({"a": "x", "n": 3, "t": True, "f": False, "e": "", "gone": None}, None) == (
+            {"a": "x", "n": "3", "t": "true", "f": "false", "e": "", "gone": None}, None)
+
+    def test_every_bad_key_and_value_is_named(self):
+        with pytest.raises(FleetError) as info:
+            labels.validate({"env": "prod west", "Bad/key": "x", "tier": ["a"], "ok": "fine"})
+        assert info.value.msg == (
+            "invalid labels: labels['env'] = 'prod west': a label value must be empty or at most 63 letters, digits, '-', "
+            "'_' or '.', starting and ending with a letter or digit; labels key 'Bad/key': its prefix (before '/') must be "
+            "a DNS-1123 subdomain: lowercase letters, digits, '-' and '.', at most 253 characters; labels['tier'] = ['a']: "
+            "must be a string, got list")
+
+    def test_long_label_value_refused_long_annotation_value_kept(self):
+        with pytest.raises(FleetError, match=r"labels\['env'\] = 'xxx"):
+            labels.validate({"env": "x" * 64})
+        assert labels.validate(None, {"note": "free text, any length " * 100})[1]["note"].startswith("free text")
+
+    def test_annotations_size_and_bookkeeping_keys(self):
+        with pytest.raises(FleetError, match="262145 bytes together, Kubernetes allows at most 262144"):
+            labels.validate(None, {"a": "x" * (256 * 1024)})
+        with pytest.raises(FleetError, match="annotations key 'multicluster.fleet/managed-labels': this collection records"):
+            labels.validate(None, {MANAGED: "env"})
+
+
+class TestPlan:
+    def test_new_labels_are_set_and_recorded(self):
+        patch = labels.plan("karmada", member(labels_={"team": "a"}), {"env": "prod", "tier": "web"}, {"owner": "me"})
+        assert patch == {"labels": {"env": "prod", "tier": "web"},
+                         "annotations": {"owner": "me", MANAGED: "env,tier", labels.MANAGED_ANNOTATIONS: "owner"}}
+
+    def test_nothing_to_do(self):
+        obj = member(labels_={"env": "prod"}, annotations={MANAGED: "env"})
+        assert labels.plan("karmada", obj, {"env": "prod"}, {}, purge=True) == {}
+
+    def test_a_value_someone_else_set_stays_theirs(self):
+        assert labels.plan("ocm", member(labels_={"team": "a"}), {"team": "a"}, None, purge=True) == {}
+
+    def test_purge_removes_only_what_the_collection_set(self):
+        obj = member(labels_={"env": "prod", "tier": "web", "team": "a"}, annotations={MANAGED: "env,tier"})
+        assert labels.plan("karmada", obj, {"env": "stage"}, None, purge=True) == {
+            "labels": {"env": "stage", "tier": None}, "annotations": {MANAGED: "env"}}
+        assert labels.plan("karmada", obj, {}, None, purge=True) == {
+            "labels": {"env": None, "tier": None}, "annotations": {MANAGED: None}}
+        assert labels.plan("karmada", obj, {"env": "stage"}, None, purge=False) == {"labels": {"env": "stage"}}
+
+    def test_labels_not_given_are_not_purged(self):
+        obj = member(labels_={"env": "prod"}, annotations={MANAGED: "env"})
+        assert labels.plan("karmada", obj, None, {"owner": "me"}, purge=True) == {
+            "annotations": {"owner": "me", labels.MANAGED_ANNOTATIONS: "owner"}}
+
+    def test_null_removes_whoever_set_it(self):
+        obj = member(labels_={"env": "prod", "team": "a"}, annotations={MANAGED: "env"})
+        assert labels.plan("ocm", obj, {"team": None, "env": None, "absent": None}) == {
+            "labels": {"team": None, "env": None}, "annotations": {MANAGED: None}}
+
+    def test_engine_labels_are_written_but_never_recorded_nor_purged(self):
+        set_label = "cluster.open-cluster-management.io/clusterset"
+        obj = member(labels_={set_label: "default"})
+        assert labels.plan("ocm", obj, {set_label: "blue", "env": "prod"}) == {
+            "labels": {set_label: "blue", "env": "prod"}, "annotations": {MANAGED: "env"}}
+        assert labels.plan("ocm", member(labels_={set_label: "blue", "env": "prod"}, annotations={MANAGED: "env"}), {},
+                           purge=True) == {"labels": {"env": None}, "annotations": {MANAGED: None}}
+        assert labels.plan("karmada", member(), {"karmada.io/x": "y"}) == {"labels": {"karmada.io/x": "y"}}
+
+    def test_a_recorded_key_someone_removed_leaves_the_record(self):
+        obj = member(labels_={"env": "prod"}, annotations={MANAGED: "env,gone"})
+        assert labels.plan("karmada", obj, {"env": "prod"}) == {"annotations": {MANAGED: "env"}}
+
+
+def fleet(fake_cluster, kind=CLUSTER, names=("m1", "m2")):
+    for name in names:
+        obj = member(name, labels_={"team": "a"})
+        del obj["metadata"]["resourceVersion"]
+        fake_cluster.add(kind, obj)
+    return fake_cluster
+
+
+class TestApply:
+    def test_labels_many_clusters_then_changes_nothing(self, fake_cluster):
+        hub = fleet(fake_cluster)
+        result = cluster_label.apply(hub, "karmada", ["m1", "m2", "m1"], {"env": "prod"}, {"owner": "me"})
+        assert result["changed"] is True and sorted(result["clusters"]) == ["m1", "m2"]
+        assert result["clusters"]["m1"] == {"action": "updated", "labels": {"team": "a", "env": "prod"},
+                                            "annotations": {"owner": "me"}, "managed_labels": ["env"],
+                                            "managed_annotations": ["owner"]}
+        assert result["diff"][0]["before"] == {"labels": {"team": "a"}, "annotations": {}}
+        assert result["diff"][0]["after"]["annotations"] == {"owner": "me", MANAGED: "env", labels.MANAGED_ANNOTATIONS: "owner"}
+        again = cluster_label.apply(hub, "karmada", ["m1", "m2"], {"env": "prod"}, {"owner": "me"}, purge=True)
+        assert again["changed"] is False and again["diff"] == []
+        assert {c["action"] for c in again["clusters"].values()} == {"unchanged"}
+
+    def test_check_mode_writes_nothing(self, fake_cluster):
+        hub = fleet(fake_cluster, MANAGED_CLUSTER, ["c1"])
+        result = cluster_label.apply(hub, "ocm", ["c1"], {"env": "prod"}, check_mode=True)
+        assert result["changed"] is True and result["clusters"]["c1"]["labels"] == {"team": "a", "env": "prod"}
+        assert hub.objects[MANAGED_CLUSTER.path(name="c1")]["metadata"]["labels"] == {"team": "a"}
+        assert [c[2] for c in hub.calls if c[0] == "PATCH"] == [{"dryRun": "All"}]
+
+    def test_an_unregistered_cluster_fails_before_any_write_or_is_skipped(self, fake_cluster):
+        hub = fleet(fake_cluster, names=["m1"])
+        with pytest.raises(FleetError) as info:
+            cluster_label.apply(hub, "karmada", ["m1", "m9"], {"env": "prod"})
+        assert info.value.msg == ("cluster 'hub' (https://fake): cannot label every cluster, nothing was written: "
+                                  "cluster 'm9' is not registered on the hub (no Cluster named m9)")
+        assert not [c for c in hub.calls if c[0] == "PATCH"]
+        skipped = cluster_label.apply(hub, "karmada", ["m1", "m9"], {"env": "prod"}, unregistered="skip")
+        assert skipped["clusters"]["m9"]["action"] == "unregistered" and skipped["clusters"]["m1"]["action"] == "updated"
+
+    def test_bad_input_before_any_request(self, fake_cluster):
+        with pytest.raises(FleetError, match="invalid cluster name 'M1'"):
+            cluster_label.apply(fake_cluster, "karmada", ["M1"], {"env": "prod"})
+        with pytest.raises(FleetError, match="clusters is empty"):
+            cluster_label.apply(fake_cluster, "karmada", [], {"env": "prod"})
+        with pytest.raises(FleetError, match=r"labels\['env'\] = 'a/b'"):
+            cluster_label.apply(fake_cluster, "karmada", ["m1"], {"env": "a/b"})
+        assert fake_cluster.calls == []
+
+    def test_a_conflict_is_planned_again(self, fake_cluster):
+        hub = fleet(fake_cluster, names=["m1"])
+        hub.conflicts = 1
+        result = cluster_label.apply(hub, "karmada", ["m1"], {"env": "prod"})
+        assert result["clusters"]["m1"]["labels"] == {"team": "a", "env": "prod"}
+        assert [c[0] for c in hub.calls] == ["GET", "PATCH", "GET", "PATCH"]
+
+
+class TestObserved:
+    def test_karmada_cordon(self):
+        cordon = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule", "timeAdded": "2026-11-24T12:00:00Z"}
+        obj = member(labels_={"env": "prod"}, annotations={MANAGED: "env", "owner": "me"}, taints=[cordon])
+        assert labels.observed("karmada", obj) == {"annotations": {"owner": "me"}, "taints": [cordon], "cordoned": True,
+                                                   "cluster_set": None}
+
+    def test_ocm_cluster_set_and_cordon(self):
+        obj = member(labels_={"cluster.open-cluster-management.io/clusterset": "blue"},
+                     taints=[{"key": "multicluster.fleet/cordoned", "effect": "PreferNoSelect"}])
+        assert labels.observed("ocm", obj)["cluster_set"] == "blue"
+        assert labels.observed("ocm", obj)["cordoned"] is False  # the cordon is NoSelect
+        obj["spec"]["taints"][0]["effect"] = "NoSelect"
+        assert labels.cordoned("ocm", obj) is True
