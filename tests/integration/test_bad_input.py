@@ -87,6 +87,7 @@ MINIMAL = {
                                        token=c.token, ca_cert_hashes=[c.pin], hub=c.hub),
     "csr_accept": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"]),
     "cluster_info": lambda c: dict(c.hub, engine="karmada"),
+    "cluster_diagnose": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"]),
     "k8s_objects": lambda c: dict(c.member1, objects=[cm("bad-input")]),
     "manifest_work": lambda c: dict(c.hub, engine="ocm", name="bad-input", clusters=["bad-input"], manifests=[cm("bad-input")]),
 }
@@ -108,10 +109,14 @@ ROWS = [
     ("hub_registration", "update_cluster_info is no boolean", lambda c: dict(update_cluster_info="perhaps"),
      ["argument 'update_cluster_info' is of type", "bool"]),
     ("bootstrap_token_info", "token_id is a list", lambda c: dict(token_id=["abcdef"]), ["a bootstrap token id must be 6 characters"]),
+    ("cluster_diagnose", "member for two clusters", lambda c: dict(clusters=["a", "b"], member=c.member1),
+     ["the member's credentials are for one cluster; clusters lists 2"]),
     # invalid names: uppercase, 64 characters, empty
     ("cluster_join", "uppercase cluster name", lambda c: dict(cluster_name="Member1"), ["invalid cluster name 'Member1'"]),
     ("cluster_join", "64-character cluster name", lambda c: dict(cluster_name="m" * 64), ["of 1 to 48 characters"]),
     ("cluster_join", "empty cluster name", lambda c: dict(cluster_name=""), ["invalid cluster name ''"]),
+    ("cluster_diagnose", "uppercase cluster name", lambda c: dict(clusters=["Member1"]),
+     ["invalid cluster name 'Member1'"]),
     ("cluster_register", "uppercase cluster name", lambda c: dict(cluster_name="Member2"), ["invalid cluster name 'Member2'"]),
     ("cluster_register", "64-character OCM cluster name", lambda c: dict(engine="ocm", cluster_name="m" * 64,
                                                                          ca_cert_hashes=[]), ["of 1 to 63 characters"]),
