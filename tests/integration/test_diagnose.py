@@ -2,7 +2,8 @@
 breaks in the field - its agent paused and its Lease left to run out, the agent's hub RBAC deleted, its kubeconfig
 pointed at a wrong address or CA, its certificate expired, its agent's image unpullable, its CSR denied, its API server
 stopped - and diagnose names the verdict; each test repairs what it broke and waits (with a deadline) until the member
-is ``healthy`` again.
+is ``healthy`` again. A member that fails in site.yml gets its verdict in the summary and the Markdown report, and
+diagnose.yml prints the verdicts of a run.
 
 Karmada: member1 joins by push, member2 registers by pull; OCM: both register by pull (klusterlet).
 """
@@ -10,13 +11,14 @@ Karmada: member1 joins by push, member2 registers by pull; OCM: both register by
 import base64
 import datetime
 import os
+import re
 
 import pytest
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
-from runner import ROOT, recap_of, run_module, run_playbook
+from runner import ROOT, recap_of, run_module, run_playbook, summary
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import sim_karmada_agent
@@ -267,6 +269,34 @@ class TestKarmada:
 
     def test_a_name_the_hub_does_not_know(self, lab):
         not_registered(lab, "karmada")
+
+    def test_site_gives_a_failed_member_its_verdict_and_diagnose_yml_prints_it(self, lab, simulations, karmada_fleet, tmp_path):
+        """member2's agent stopped, its Lease run out: site.yml's wait for readiness fails, and the summary says why."""
+        agent = agent_of(simulations, sim_karmada_agent.SimulatedKarmadaAgent, "member2")
+        hub = lab.api(lab.hub)
+        report = tmp_path / "fleet.md"
+        paused_with_old_lease(lab, agent, KARMADA_LEASE)
+        try:  # the hub's cluster-status controller would mark it so after the Lease ran out
+            cluster = hub.get("/apis/cluster.karmada.io/v1alpha1/clusters/member2")
+            for condition in cluster["status"]["conditions"]:
+                if condition["type"] == "Ready":
+                    condition.update(status="Unknown", reason="ClusterStatusUnknown", message="cluster status unknown")
+            hub.put("/apis/cluster.karmada.io/v1alpha1/clusters/member2/status", cluster)
+            done, recap = play("site.yml", karmada_fleet, fleet_wait_timeout=2, fleet_wait_step=1,
+                               agent_install_wait_timeout=2, agent_install_wait_step=1, fleet_report_path=str(report))
+            printed, _recap = play("diagnose.yml", karmada_fleet)
+        finally:
+            agent.resume()
+        assert done.returncode != 0 and recap["member2"]["rescued"] == 1, done.stdout[-4000:]
+        assert summary(done.stdout)["member2"]["RESULT"].startswith("failed (lease_expired): "), summary(done.stdout)
+        text = report.read_text()
+        assert re.search(r"^- \*\*member2\*\* \(lease_expired\): .*\n  - evidence: Lease/karmada-cluster/member2 spec\.renewTime: "
+                         r".*\(60m ago\)\n(  - evidence: .*\n)*  - next step: The agent stopped renewing its Lease", text,
+                         re.MULTILINE), text
+        assert printed.returncode == 0, printed.stdout[-4000:]
+        assert '"member1: healthy - Nothing to do."' in printed.stdout
+        assert '"member2: lease_expired - The agent stopped renewing its Lease' in printed.stdout
+        wait_for_verdict(lab, "karmada", "member2", "healthy")
 
 
 # --- OCM -------------------------------------------------------------------------------------------------------------
