@@ -6,8 +6,8 @@
 ``connection`` turns a host's inventory variables into the authentication options of its cluster;
 ``fleet_member_problem`` is the check of a member's settings that the member plays of site.yml and detach.yml start
 with; ``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
-``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml and detach.yml. Their documentation is
-in the ``<name>.yml`` files next to this one.
+``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml and detach.yml; ``fleet_evidence`` writes
+a piece of evidence of cluster_diagnose as a line. Their documentation is in the ``<name>.yml`` files next to this one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +27,7 @@ COLUMNS = {
             ("AGE", "age")),
 }
 ACTIONS = {"register": "registered", "detach": "detached"}
+DIAGNOSIS = ("verdict", "next_step", "evidence")  # what a failure record keeps of multicluster.fleet.cluster_diagnose
 
 
 def _given(value):
@@ -82,12 +83,16 @@ def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub):
     return ""
 
 
-def fleet_failure_record(result, task):
+def fleet_failure_record(result, task, diagnosis=None):
     """What a rescue records of the task that failed: ``task``, its name (with the attempts of a task retried with
-    ``until``), and ``message``, the failure's message (``failed`` when it has none)."""
+    ``until``), ``message``, the failure's message (``failed`` when it has none), and from ``diagnosis`` (a cluster of
+    multicluster.fleet.cluster_diagnose's result, if any) its ``verdict``, ``next_step`` and ``evidence``."""
     attempts = result.get("attempts", 1)
-    return {"task": "%s%s" % (task, " (%s attempts)" % attempts if attempts > 1 else ""),
-            "message": result.get("msg", "failed")}
+    record = {"task": "%s%s" % (task, " (%s attempts)" % attempts if attempts > 1 else ""),
+              "message": result.get("msg", "failed")}
+    if (diagnosis or {}).get("verdict"):
+        record.update((key, diagnosis.get(key)) for key in DIAGNOSIS)
+    return record
 
 
 def fleet_members(hosts, hostvars, hubs=None):
@@ -96,7 +101,8 @@ def fleet_members(hosts, hostvars, hubs=None):
     ``ran`` is true for members this run's member play started (``fleet_started``, the result its first task
     registers, or a fact); members left out by ``--limit`` or another job slice did not run. ``failure`` is why
     the member failed and ``failed_task`` the task that failed (the fact ``fleet_failure``, a
-    :func:`fleet_failure_record`); both ``''`` when it succeeded or did not run.
+    :func:`fleet_failure_record`); both ``''`` when it succeeded or did not run. A record with a verdict adds
+    ``diagnosis``, its verdict, next step and evidence.
 
     ``hubs`` are the hub hosts: a hub whose play registered it with itself, or detached it, in this
     run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).
@@ -112,6 +118,8 @@ def fleet_members(hosts, hostvars, hubs=None):
             failure = "did not finish (see the output above)"
         members.append({"host": host, "name": facts.get("fleet_member_name") or facts.get("cluster_name") or host,
                         "ran": ran, "failure": failure, "failed_task": task})
+        if record.get("verdict"):
+            members[-1]["diagnosis"] = dict((key, record.get(key)) for key in DIAGNOSIS)
     return members
 
 
@@ -184,6 +192,8 @@ def _row(name, cluster, member, engine, action, check_mode, now):
             reason = "not registered on the hub" if cluster is None else "" if cluster.get("ready") else _not_ready(cluster)
         row.update(result="failed" if reason else ACTIONS[action], reason=reason,
                    failed_task=member.get("failed_task") or "" if reason else "")
+        if reason and member.get("diagnosis"):
+            row.update(member["diagnosis"])
     return row
 
 
@@ -193,7 +203,8 @@ def _short(text, width=REASON_WIDTH):
 
 
 def _cells(row, engine):
-    result = row["result"] + (": " + _short(row["reason"]) if row.get("reason") else "")
+    result = row["result"] + (" (%s)" % row["verdict"] if row.get("verdict") else "") + (
+        ": " + _short(row["reason"]) if row.get("reason") else "")
     return [str(row.get(key, "-")) for _title, key in COLUMNS[engine]] + [result]
 
 
@@ -211,6 +222,13 @@ def fleet_table(rows, engine):
     return ["   ".join([cell.ljust(width) for cell, width in zip(line, widths)] + [line[-1]]).rstrip() for line in table]
 
 
+def fleet_evidence(item):
+    """One piece of evidence of multicluster.fleet.cluster_diagnose as a line: object, field, value and age."""
+    age = item.get("age")
+    return "%s %s: %s%s" % (item.get("object"), item.get("field"), item.get("value"),
+                            "" if not age else " (%s)" % age if age.startswith("in ") else " (%s ago)" % age)
+
+
 def fleet_markdown(rows, engine, title="Fleet summary"):
     """The summary as a Markdown document: the table, then every failed member with its whole reason."""
     columns = _columns(engine)
@@ -221,8 +239,13 @@ def fleet_markdown(rows, engine, title="Fleet summary"):
     failed = [row for row in rows or [] if row.get("reason")]
     if failed:
         lines += ["", "## Failed members", ""]
-        lines += ["- **%s**: %s%s" % (row["name"], "%s: " % row["failed_task"] if row.get("failed_task") else "",
-                                      " ".join(str(row["reason"]).split())) for row in failed]
+        for row in failed:
+            verdict = " (%s)" % row["verdict"] if row.get("verdict") else ""
+            task = "%s: " % row["failed_task"] if row.get("failed_task") else ""
+            lines.append("- **%s**%s: %s%s" % (row["name"], verdict, task, " ".join(str(row["reason"]).split())))
+            lines += ["  - evidence: %s" % fleet_evidence(item) for item in row.get("evidence") or []]
+            if row.get("next_step"):
+                lines.append("  - next step: %s" % row["next_step"])
     return "\n".join(lines) + "\n"
 
 
@@ -236,4 +259,5 @@ class FilterModule(object):
             "fleet_report": fleet_report,
             "fleet_table": fleet_table,
             "fleet_markdown": fleet_markdown,
+            "fleet_evidence": fleet_evidence,
         }

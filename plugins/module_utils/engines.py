@@ -138,6 +138,33 @@ class Engine:
         """The :class:`ocm.Placement` of the cluster's Klusterlet (OCM), None without one."""
         return None
 
+    # --- diagnosis (diagnose.py) ----------------------------------------------------------------
+
+    def agent_lease(self, cluster):
+        """``(namespace, name)`` of the Lease on the hub that ``cluster``'s agent renews."""
+        raise NotImplementedError
+
+    def lease_grace_seconds(self, member, lease):
+        """How long after its Lease's renewTime the hub counts the agent of ``member`` (its member object) as gone."""
+        raise NotImplementedError
+
+    def agent_access(self, cluster):
+        """``(user, groups, [resourceAttributes])``: what ``cluster``'s agent must be allowed on the hub."""
+        raise NotImplementedError
+
+    def works_of(self, cluster):
+        """``(Kind, namespace)`` of the workloads the hub holds for ``cluster``; the namespace is its execution or
+        cluster namespace."""
+        raise NotImplementedError
+
+    def agent_layout(self, status_object):
+        """Where the agent lives on the member, from the object of :attr:`agent_status`: ``dict(deployments=[(namespace,
+        name)], kubeconfigs=[(namespace, secret, key)], certificate=(namespace, secret, key))``, the certificate in one
+        of the kubeconfig Secrets (key None: the kubeconfig's own); None when the member does not run it (Hosted)."""
+        raise NotImplementedError
+
+    agent_status = None  # (Kind, name) of the member object that reports on the agent (OCM's Klusterlet), or None
+
 
 class KarmadaEngine(Engine):
     """Karmada: ``Cluster`` objects, push join or pull registration with the karmada-agent (4.3, 4.4)."""
@@ -217,6 +244,27 @@ class KarmadaEngine(Engine):
         if params.get("klusterlet_spec") is not None:
             raise FleetError("klusterlet_spec is an OCM setting (the Klusterlet's images and resources); engine is %s"
                              % self.name)
+
+    def agent_lease(self, cluster):
+        return karmada.DEFAULT_CLUSTER_NAMESPACE, cluster
+
+    def lease_grace_seconds(self, member, lease):
+        return _spec(lease).get("leaseDurationSeconds") or karmada.LEASE_DURATION_SECONDS
+
+    def agent_access(self, cluster):
+        return karmada.agent_user(cluster), [karmada.AGENTS_GROUP], [
+            {"group": "cluster.karmada.io", "resource": "clusters", "subresource": "status", "name": cluster,
+             "verb": "update"},
+            {"group": "coordination.k8s.io", "resource": "leases", "namespace": karmada.DEFAULT_CLUSTER_NAMESPACE,
+             "name": cluster, "verb": "update"}]
+
+    def works_of(self, cluster):
+        return karmada.WORK, karmada.execution_namespace(cluster)
+
+    def agent_layout(self, status_object):
+        secret = (karmada.AGENT_NAMESPACE, karmada.AGENT_KUBECONFIG_SECRET)
+        return {"deployments": [(karmada.AGENT_NAMESPACE, karmada.AGENT_NAME)],
+                "kubeconfigs": [secret + (karmada.AGENT_KUBECONFIG_SECRET,)], "certificate": secret + (None,)}
 
 
 class OcmEngine(Engine):
@@ -319,6 +367,36 @@ class OcmEngine(Engine):
                              "the Cluster's spec.proxyURL); engine is %s" % (client.describe(params["cluster_name"]), self.name))
         if params.get("klusterlet_spec") is not None:
             ocm.validate_klusterlet_spec(params["klusterlet_spec"])
+
+    agent_status = (ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
+
+    def agent_lease(self, cluster):
+        return cluster, ocm.CLUSTER_LEASE
+
+    def lease_grace_seconds(self, member, lease):
+        return ocm.LEASE_GRACE_TIMES * (_spec(member).get("leaseDurationSeconds") or ocm.LEASE_DURATION_SECONDS)
+
+    def agent_access(self, cluster):
+        return ocm.agent_common_name(cluster, "agent"), self.agent_organizations(cluster), [
+            {"group": "cluster.open-cluster-management.io", "resource": "managedclusters", "subresource": "status",
+             "name": cluster, "verb": "update"},
+            {"group": "coordination.k8s.io", "resource": "leases", "namespace": cluster, "name": ocm.CLUSTER_LEASE,
+             "verb": "update"}]
+
+    def works_of(self, cluster):
+        return ocm.MANIFEST_WORK, cluster
+
+    def agent_layout(self, status_object):
+        spec = _spec(status_object)
+        mode = (spec.get("deployOption") or {}).get("mode") or "Default"
+        if mode in ocm.HOSTED_MODES:
+            return None
+        namespace = spec.get("namespace") or ocm.AGENT_NAMESPACE
+        agent = "%s-%s" % (ocm.KLUSTERLET_NAME, "agent" if mode == "Singleton" else "registration-agent")
+        return {"deployments": [(namespace, agent)],
+                "kubeconfigs": [(namespace, ocm.BOOTSTRAP_SECRET, ocm.KUBECONFIG_KEY),
+                                (namespace, ocm.HUB_KUBECONFIG_SECRET, ocm.KUBECONFIG_KEY)],
+                "certificate": (namespace, ocm.HUB_KUBECONFIG_SECRET, "tls.crt")}
 
 
 _BY_NAME = dict((engine.name, engine) for engine in (KarmadaEngine(), OcmEngine()))

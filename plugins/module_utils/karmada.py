@@ -242,6 +242,7 @@ def summarize_cluster(obj):
 # --- Push registration (karmadactl join / unjoin), docs/architecture.md 4.3 --------------------------
 
 DEFAULT_CLUSTER_NAMESPACE = "karmada-cluster"
+LEASE_DURATION_SECONDS = 40  # the agent's Lease karmada-cluster/<cluster>, renewed every quarter of it
 SYSTEM_LABEL = "karmada.io/system"
 SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
 IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"

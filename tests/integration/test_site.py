@@ -310,13 +310,13 @@ class TestKarmada:
         assert recap["member1"]["failed"] == recap["member2"]["failed"] == recap["hub-cluster"]["failed"] == 0
         missing = "kubeconfig file %s does not exist" % (directory / "missing.kubeconfig")
         rows = summary(done.stdout)
-        assert rows["broken"]["RESULT"].startswith("failed: cluster 'broken': kubeconfig file ")
+        assert rows["broken"]["RESULT"].startswith("failed (member_unreachable): cluster 'broken': kubeconfig file ")
         assert rows["member1"]["RESULT"] == rows["member2"]["RESULT"] == "registered"
         assert failures(done.stdout) == {"broken": "broken: %s: cluster 'broken': %s" % (PUSH_JOIN, missing)}
         text = report.read_text()
         assert text.startswith("# Fleet registration\n\n| NAME | VERSION | MODE | READY | AGE | RESULT |\n")
         assert re.search(r"^\| member2 \| v1\.20\.2 \| Pull \| True \| \S+ \| registered \|$", text, re.MULTILINE), text
-        assert "- **broken**: %s: cluster 'broken': %s\n" % (PUSH_JOIN, missing) in text
+        assert "- **broken** (member_unreachable): %s: cluster 'broken': %s\n" % (PUSH_JOIN, missing) in text
 
     def test_an_agent_that_never_comes_up_is_retried_visibly_and_named(self, lab, simulations, tmp_path_factory):
         """member2's agent image cannot be pulled: the wait prints a retry line per step, the failed registration says
@@ -334,7 +334,8 @@ class TestKarmada:
         assert re.search(r'^fatal: \[member2\]: FAILED! => \{"attempts": 2, "changed": true', done.stdout, re.MULTILINE), \
             done.stdout[-4000:]
         reason = "timed out after 5s waiting for Deployment/karmada-system/karmada-agent on cluster 'member2'"
-        assert row(done.stdout, "member2")["RESULT"].startswith("failed: " + reason[:52]), summary(done.stdout)
+        # diagnosed: the agent's Deployment has no ready replica
+        assert row(done.stdout, "member2")["RESULT"].startswith("failed (agent_not_running): " + reason[:52]), summary(done.stdout)
         # Ansible counts the attempts of a task that ran out of them as its retries.
         assert failures(done.stdout)["member2"].startswith("member2: %s (2 attempts): %s" % (task, reason)), done.stdout[-3000:]
         restored, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)

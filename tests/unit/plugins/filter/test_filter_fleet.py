@@ -104,6 +104,31 @@ class TestFailureRecord:
         assert fleet.fleet_members(["member1"], hostvars)[0] == {
             "host": "member1", "name": "member1", "ran": True, "failure": "refused", "failed_task": "Join (2 attempts)"}
 
+    def test_with_a_diagnosis_it_keeps_the_verdict_for_the_summary(self):
+        diagnosis = {"name": "member2", "verdict": "lease_expired", "next_step": "Look at the agent.",
+                     "evidence": [EVIDENCE], "member_read": True, "context": []}
+        record = fleet.fleet_failure_record({"failed": True, "msg": "timed out"}, "Wait", diagnosis)
+        assert record == {"task": "Wait", "message": "timed out", "verdict": "lease_expired",
+                          "next_step": "Look at the agent.", "evidence": [EVIDENCE]}
+        assert fleet.fleet_failure_record({"msg": "x"}, "Wait", {}) == {"task": "Wait", "message": "x"}
+        hostvars = {"member2": {"fleet_started": True, "fleet_failure": record}}
+        (member,) = fleet.fleet_members(["member2"], hostvars)
+        assert member["diagnosis"] == {"verdict": "lease_expired", "next_step": "Look at the agent.", "evidence": [EVIDENCE]}
+        (row,) = fleet.fleet_report([member], [], "karmada")
+        assert row["result"] == "failed" and row["verdict"] == "lease_expired" and row["reason"] == "timed out"
+        assert fleet.fleet_table([row], "karmada")[1].endswith("failed (lease_expired): timed out")
+        assert fleet.fleet_markdown([row], "karmada").endswith(
+            "- **member2** (lease_expired): Wait: timed out\n"
+            "  - evidence: Lease/karmada-cluster/member2 spec.renewTime: 2026-11-29T05:00:00Z (47m ago)\n"
+            "  - next step: Look at the agent.\n")
+
+    def test_evidence_as_a_line(self):
+        assert fleet.fleet_evidence(EVIDENCE) == "Lease/karmada-cluster/member2 spec.renewTime: 2026-11-29T05:00:00Z (47m ago)"
+        assert fleet.fleet_evidence(dict(EVIDENCE, age=None)).endswith("05:00:00Z")
+        assert fleet.fleet_evidence(dict(EVIDENCE, age="in 3h")).endswith("05:00:00Z (in 3h)")
+
+
+EVIDENCE = {"object": "Lease/karmada-cluster/member2", "field": "spec.renewTime", "value": "2026-11-29T05:00:00Z", "age": "47m"}
 
 HOSTVARS = {
     "hub-cluster": {"cluster_name": "hub"},
