@@ -19,13 +19,14 @@ __metaclass__ = type
 
 import fnmatch
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, engines, fleet, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 HUB_GROUP = "hub"
 MEMBERS_GROUP = "members"
 MODES = ("push", "pull")
+OUTDATED_GROUP = "agent_outdated"
 # The hub's connection settings an inventory may show: every authentication option except the bearer token.
 SHOWN_CONNECTION = tuple(option for option in AUTH_OPTIONS if option != "api_key")
 # What the hub reports about a member that the inventory keeps (and caches): the summary without the object.
@@ -43,6 +44,27 @@ ENTRY_KEYS = ("name", "pattern", "kubeconfig", "context", "vars")
 def observe(hub, engine):
     """What ``hub`` reports about its member clusters, as plain data fit for an inventory cache."""
     return [dict((key, summary[key]) for key in OBSERVED) for summary in fleet.member_clusters(hub, engine)]
+
+
+def observe_agents(engine, clusters, mapping):
+    """Add ``agent_version`` to each of ``clusters`` (what :func:`observe` returned) that runs an agent (not a Karmada
+    Push member) and that ``mapping`` gives a kubeconfig: its agent's version as the member shows it
+    (:meth:`engines.Engine.read_agent`), None when it cannot be read. Returns the warnings, one per member not read."""
+    engine = engines.get(engine)
+    warnings = []
+    for cluster in clusters:
+        settings = mapping.connection(cluster["name"])
+        if (cluster.get("mode") or "").lower() == "push" or "kubeconfig" not in settings:
+            continue
+        try:
+            member = client.get_cluster(client.connection_options(settings, environment=False), cluster["name"], "member")
+            agent = engine.read_agent(member)
+        except FleetError as exc:
+            agent = {"version": None, "problem": exc.msg}
+        cluster["agent_version"] = agent["version"]
+        if agent["version"] is None:
+            warnings.append("the agent version of cluster %s is unknown: %s" % (cluster["name"], agent["problem"]))
+    return warnings
 
 
 def engine_group(engine):
@@ -173,13 +195,18 @@ def member_vars(engine, name, observed, mapping):
         variables.update((key, observed[key]) for key in PLACEMENT if observed.get(key) not in (None, "", [], {}))
         variables.update(fleet_registered=True, fleet_ready=bool(observed.get("ready")))
         variables.update((var, observed.get(key)) for var, key in FACTS)
+        if "agent_version" in observed:
+            variables["agent_version"] = observed["agent_version"]
     variables.update(mapping.connection(name))
     variables.update(mapping.variables(name))
     return variables
 
 
-def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, hub_vars=None):
+def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, hub_vars=None, target_agent_version=None):
     """The inventory of the hub whose members are ``clusters`` (what :func:`observe` returned).
+
+    With ``target_agent_version``, group ``agent_outdated`` holds the members whose ``agent_version`` (see
+    :func:`observe_agents`) is an older release.
 
     ``hub_options`` are the hub's authentication options as the inventory source gives them; the
     non-secret ones (:func:`hub_settings`) become the hub host's variables and, with ``hub_apiserver``
@@ -191,7 +218,7 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
     if not isinstance(hub_vars or {}, dict):
         raise FleetError("hub_vars must be a dictionary of variables, got %r" % (hub_vars,))
     all_groups = ([HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES]
-                  + [ready_group(True), ready_group(False)])
+                  + [ready_group(True), ready_group(False)] + ([OUTDATED_GROUP] if target_agent_version else []))
     if hub_host in all_groups:
         raise FleetError("hub_host %r is the name of a group of this inventory; set hub_host to another name" % hub_host)
     if hub_host in mapping.declared():
@@ -222,6 +249,8 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
         variables = member_vars(engine, name, observed.get(name), mapping)
         groups = [MEMBERS_GROUP, engine_group(engine), mode_group(variables["registration_mode"]),
                   ready_group(variables["fleet_ready"])]
+        if target_agent_version and versions.outdated(variables.get("agent_version"), target_agent_version):
+            groups.append(OUTDATED_GROUP)
         members.append(Host(name, variables, groups))
     group_vars = {engine_group(engine): {"fleet_engine": engine},
                   MEMBERS_GROUP: {"fleet_hub": dict(settings, name=hub_host)}}
