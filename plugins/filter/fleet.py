@@ -22,9 +22,10 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options im
 
 REASON_WIDTH = 60
 COLUMNS = {
-    "karmada": (("NAME", "name"), ("VERSION", "version"), ("MODE", "mode"), ("READY", "ready"), ("AGE", "age")),
+    "karmada": (("NAME", "name"), ("VERSION", "version"), ("MODE", "mode"), ("READY", "ready"), ("AGE", "age"),
+                ("AGENT", "agent")),
     "ocm": (("NAME", "name"), ("HUB ACCEPTED", "accepted"), ("JOINED", "joined"), ("AVAILABLE", "ready"),
-            ("AGE", "age")),
+            ("AGE", "age"), ("AGENT", "agent")),
 }
 ACTIONS = {"register": "registered", "detach": "detached"}
 DIAGNOSIS = ("verdict", "next_step", "evidence")  # what a failure record keeps of multicluster.fleet.cluster_diagnose
@@ -106,6 +107,9 @@ def fleet_members(hosts, hostvars, hubs=None):
 
     ``hubs`` are the hub hosts: a hub whose play registered it with itself, or detached it, in this
     run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).
+
+    ``agent``, where the summary read it, is the member's agent (``fleet_agent``, a cluster_info result with member
+    access: ``agent`` of its cluster).
     """
     members = []
     hub_members = [host for host in hubs or [] if hostvars[host].get("fleet_member_name")]
@@ -116,10 +120,14 @@ def fleet_members(hosts, hostvars, hubs=None):
         failure, task = record.get("message") or "", record.get("task") or ""
         if ran and not failure and not facts.get("fleet_done"):
             failure = "did not finish (see the output above)"
-        members.append({"host": host, "name": facts.get("fleet_member_name") or facts.get("cluster_name") or host,
-                        "ran": ran, "failure": failure, "failed_task": task})
+        member = {"host": host, "name": facts.get("fleet_member_name") or facts.get("cluster_name") or host,
+                  "ran": ran, "failure": failure, "failed_task": task}
         if record.get("verdict"):
-            members[-1]["diagnosis"] = dict((key, record.get(key)) for key in DIAGNOSIS)
+            member["diagnosis"] = dict((key, record.get(key)) for key in DIAGNOSIS)
+        agent = (((facts.get("fleet_agent") or {}).get("clusters") or [{}])[0]).get("agent")
+        if agent:
+            member["agent"] = agent
+        members.append(member)
     return members
 
 
@@ -155,24 +163,43 @@ def _not_ready(cluster):
     return "not ready: %s" % ("; ".join(messages) or "no conditions reported")
 
 
-def fleet_report(members, clusters, engine, action="register", check_mode=False, now=None):
+def fleet_report(members, clusters, engine, action="register", check_mode=False, now=None, cert_warning_days=30):
     """The rows of the fleet summary: every member cluster on the hub and every member of this run.
 
     A member of this run is ``failed`` (with its ``reason``) when its tasks failed or, after a
     registration outside check mode, when the hub does not report it ready; otherwise ``registered``
     or ``detached``. Clusters on the hub that were not in this run are listed as they are, result ``-``.
+    A member whose agent was read has its ``agent`` version and ``certificate_expiration``, and ``warning`` when that
+    certificate expires within ``cert_warning_days`` days (or has expired).
     """
     _action(action, "fleet_report")
     now = now or datetime.datetime.now(datetime.timezone.utc)
     found = dict((c["name"], c) for c in clusters or [])
     ran = [m for m in members or [] if m.get("ran")]
     rows = []
+    agents = dict((m["name"], m["agent"]) for m in members or [] if m.get("agent"))  # read for this summary
     for name in sorted(set(found) | set(m["name"] for m in ran)):
         cluster = found.get(name)
         # a row per host of this run: two hosts giving a cluster the same name each keep their own result
         for member in [m for m in ran if m["name"] == name] or [None]:
-            rows.append(_row(name, cluster, member, engine, action, check_mode, now))
+            row = _row(name, cluster, member, engine, action, check_mode, now)
+            row.update(_agent(agents.get(name) if cluster else None, now, cert_warning_days))
+            rows.append(row)
     return rows
+
+
+def _agent(agent, now, warning_days):
+    """The agent columns of a row: ``agent`` (its version), ``certificate_expiration`` and ``warning``."""
+    if not agent:
+        return {"agent": "-", "certificate_expiration": None, "warning": ""}
+    expiration, warning = agent.get("certificate_expiration"), ""
+    try:
+        expires = datetime.datetime.strptime(str(expiration), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        expires = None
+    if expires is not None and expires - now <= datetime.timedelta(days=int(warning_days)):
+        warning = ("the agent certificate %s at %s" % ("expired" if expires <= now else "expires", expiration))
+    return {"agent": agent.get("version") or "-", "certificate_expiration": expiration, "warning": warning}
 
 
 def _row(name, cluster, member, engine, action, check_mode, now):
@@ -230,7 +257,8 @@ def fleet_evidence(item):
 
 
 def fleet_markdown(rows, engine, title="Fleet summary"):
-    """The summary as a Markdown document: the table, then every failed member with its whole reason."""
+    """The summary as a Markdown document: the table, then every failed member with its whole reason, then every
+    member whose agent certificate expires soon."""
     columns = _columns(engine)
     lines = ["# %s" % title, "", "| %s |" % " | ".join(columns), "|" + "---|" * len(columns)]
     for row in rows or []:
@@ -246,6 +274,10 @@ def fleet_markdown(rows, engine, title="Fleet summary"):
             lines += ["  - evidence: %s" % fleet_evidence(item) for item in row.get("evidence") or []]
             if row.get("next_step"):
                 lines.append("  - next step: %s" % row["next_step"])
+    expiring = [row for row in rows or [] if row.get("warning")]
+    if expiring:
+        lines += ["", "## Agent certificates expiring soon", ""]
+        lines += ["- **%s**: %s" % (row["name"], row["warning"]) for row in expiring]
     return "\n".join(lines) + "\n"
 
 

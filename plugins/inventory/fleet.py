@@ -16,9 +16,10 @@ description:
     and the hub one more host (O(hub_host)). A host stands for a cluster; tasks run on the controller.
   - "Groups: C(hub) (the hub), C(members) (every member), C(engine_<engine>) (the hub and the members, with the
     group variable C(fleet_engine)), C(mode_push) and C(mode_pull) (members by C(registration_mode)), C(ready) and
-    C(not_ready) (members by what the hub reports), C(cordoned) (members carrying the engine's cordon taint) and
-    C(cluster_set_<set>) (OCM members by their cluster set; characters other than letters, digits and C(_) become C(_)).
-    The playbooks C(site.yml) and C(detach.yml) run on it unchanged."
+    C(not_ready) (members by what the hub reports), C(cordoned) (members carrying the engine's cordon taint),
+    C(cluster_set_<set>) (OCM members by their cluster set; characters other than letters, digits and C(_) become C(_))
+    and C(agent_outdated) (with O(target_agent_version)). The playbooks C(site.yml) and C(detach.yml) run on it
+    unchanged."
   - "Member host variables the playbooks read: C(cluster_name), C(registration_mode) (V(push) or V(pull); what the
     hub reports, else V(push) for Karmada and V(pull) for OCM), C(provider), C(region), C(zones), C(labels),
     C(annotations) (without the collection's bookkeeping annotations) and C(cluster_set) (OCM
@@ -100,6 +101,20 @@ options:
       - Path of a kubeconfig with one context per member, each named after its cluster. Every member that O(members)
         gives no kubeconfig gets it, with its name as the context.
     type: path
+  agent_versions:
+    description:
+      - Also read each member's agent (what M(multicluster.fleet.cluster_info) reads with member access) with the
+        connection O(members) or O(members_kubeconfig) gives it, for the host variable C(agent_version) - the release
+        its agent runs (the image tag), null when it cannot be read (with a warning). A Karmada Push member runs no agent
+        and gets no C(agent_version), nor does a member without a kubeconfig.
+      - One read per member; with O(cache) they are cached with the hub's answer.
+    type: bool
+    default: false
+  target_agent_version:
+    description:
+      - With O(agent_versions), the release every agent should run (for example V(v1.18.2) or V(1.3.1)); members whose
+        C(agent_version) is older are also in group C(agent_outdated), for example to upgrade them.
+    type: str
   filters:
     description:
       - Jinja2 conditionals over a member's host variables (and C(fleet_engine)); only members for which all are
@@ -112,7 +127,8 @@ options:
 notes:
   - The hub's connection follows the credential rule of the modules (below, the inventory source is the task) - a
     source that gives none of O(kubeconfig), O(context) and O(host) takes the whole connection from the
-    E(K8S_AUTH_*) variables, which an AWX credential sets in inventory updates. Members are never reached here.
+    E(K8S_AUTH_*) variables, which an AWX credential sets in inventory updates. Members are reached only with
+    O(agent_versions), with the kubeconfigs O(members) and O(members_kubeconfig) give, never with the environment.
   - O(compose), O(groups) and O(keyed_groups) apply to the members, after O(filters). Set the hub's own variables in
     C(host_vars) or in the AWX inventory.
   - With O(cache), the hub's answer is kept in the inventory cache and a later run within O(cache_timeout) makes no
@@ -137,6 +153,9 @@ kubeconfig: /etc/fleet/karmada-apiserver.kubeconfig
 context: karmada-apiserver
 hub_apiserver: https://karmada.example.com:5443
 members_kubeconfig: /etc/fleet/members.kubeconfig
+# the agents' versions too (host variable agent_version), and group agent_outdated: the agents older than v1.18.2
+agent_versions: true
+target_agent_version: v1.18.2
 
 ---
 # ocm.fleet.yml - an OCM hub whose credentials come from the environment (K8S_AUTH_KUBECONFIG, or the AWX
@@ -211,17 +230,20 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         try:
             mapping = fleet_inventory.MemberMapping(self.get_option("members"), self.get_option("members_kubeconfig"))
             # What the hub says is data, never a template: a label value like "{{ lookup('pipe', ...) }}" stays text.
-            clusters = [dict(wrap_var(cluster), name=cluster["name"]) for cluster in self._clusters(path, cache, engine, hub_options)]
+            clusters = [dict(wrap_var(cluster), name=cluster["name"])
+                        for cluster in self._clusters(path, cache, engine, hub_options, mapping)]
             fleet = fleet_inventory.build(engine, clusters, mapping, self.get_option("hub_host"), hub_options,
-                                          self.get_option("hub_apiserver"), self.get_option("hub_vars"))
+                                          self.get_option("hub_apiserver"), self.get_option("hub_vars"),
+                                          self.get_option("target_agent_version"))
         except FleetError as exc:
             raise AnsibleParserError("%s: %s" % (path, exc.msg))
         for warning in fleet.warnings:
             display.warning("%s: %s" % (path, warning))
         self._populate(fleet)
 
-    def _clusters(self, path, cache, engine, hub_options):
-        """What the hub reports about its members: from the inventory cache when allowed and filled, else from the hub."""
+    def _clusters(self, path, cache, engine, hub_options, mapping):
+        """What the hub reports about its members (with O(agent_versions), and what the members report of their agents):
+        from the inventory cache when allowed and filled, else from the hub and the members."""
         key = self.get_cache_key(path)
         use_cache = self.get_option("cache") and cache
         update_cache = self.get_option("cache") and not cache
@@ -232,6 +254,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 update_cache = True
         hub = client.get_cluster(client.connection_options(hub_options, environment=True), role="hub")
         clusters = fleet_inventory.observe(hub, engine)
+        if self.get_option("agent_versions"):
+            for warning in fleet_inventory.observe_agents(engine, clusters, mapping):
+                display.warning("%s: %s" % (path, warning))
         if update_cache:
             self._cache[key] = clusters
         return clusters

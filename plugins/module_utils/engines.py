@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, resources, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # The agent part of an OCM agent's common name: one name, no colon.
@@ -165,6 +165,20 @@ class Engine:
 
     agent_status = None  # (Kind, name) of the member object that reports on the agent (OCM's Klusterlet), or None
 
+    # --- versions and agents (versions.py) --------------------------------------------------------
+
+    def agent_image(self, reg):
+        """The agent image registration ``reg`` installs, None when it installs none."""
+        return None
+
+    def hub_release(self, hub):
+        """The engine release the hub shows (with admin credentials), None where it shows none."""
+        return None
+
+    def read_agent(self, member):
+        """The agent of the member cluster reached at ``member``, as :func:`versions.agent_report` reports it."""
+        raise NotImplementedError
+
 
 class KarmadaEngine(Engine):
     """Karmada: ``Cluster`` objects, push join or pull registration with the karmada-agent (4.3, 4.4)."""
@@ -235,6 +249,12 @@ class KarmadaEngine(Engine):
         command = "karmadactl register %s --token %s" % (server.replace("https://", ""), token)
         return command + (" --discovery-token-ca-cert-hash %s" % ",".join(pins) if pins else "")
 
+    def agent_image(self, reg):
+        return reg.agent_image if reg.deploy_agent else None
+
+    def read_agent(self, member):
+        return versions.karmada_agent(member)
+
     def check_registration_options(self, params):
         if params.get("klusterlet_mode") or (params.get("registration_driver") or "csr") != "csr":
             raise FleetError("klusterlet_mode and registration_driver are OCM settings; engine is %s" % self.name)
@@ -244,6 +264,9 @@ class KarmadaEngine(Engine):
         if params.get("klusterlet_spec") is not None:
             raise FleetError("klusterlet_spec is an OCM setting (the Klusterlet's images and resources); engine is %s"
                              % self.name)
+        if params.get("client_cert_expiration_seconds") is not None:
+            raise FleetError("client_cert_expiration_seconds is an OCM setting (the Klusterlet's); a Karmada agent "
+                             "certificate's lifetime is cert_expiration_seconds; engine is %s" % self.name)
 
     def agent_lease(self, cluster):
         return karmada.DEFAULT_CLUSTER_NAMESPACE, cluster
@@ -355,10 +378,23 @@ class OcmEngine(Engine):
                              % (cluster_name, mode, ocm.HOSTED_PREFIX, ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH))
         return placement
 
+    def agent_image(self, reg):
+        return (reg.klusterlet_spec or {}).get("registrationImagePullSpec")
+
+    def hub_release(self, hub):
+        return versions.hub_release_of_cluster_manager(resources.get(hub, ocm.CLUSTER_MANAGER, ocm.CLUSTER_MANAGER_NAME))
+
+    def read_agent(self, member):
+        return versions.ocm_agent(member)
+
     def check_registration_options(self, params):
         if params.get("deploy_agent") or params.get("provider") or params.get("region") or params.get("zones"):
             raise FleetError("deploy_agent, provider, region and zones are Karmada settings (the klusterlet is installed by "
                              "role multicluster.fleet.agent_install); engine is %s" % self.name)
+        if params.get("enable_cert_rotation"):
+            raise FleetError("enable_cert_rotation is a Karmada setting (the karmada-agent's); the OCM registration agent "
+                             "renews its certificate itself (client_cert_expiration_seconds sets its lifetime); engine is %s"
+                             % self.name)
         if params.get("allow_mode_change"):
             raise FleetError("allow_mode_change is a Karmada setting (an OCM cluster has no Push or Pull mode); engine is %s"
                              % self.name)

@@ -91,6 +91,15 @@ def member_clusters(hub, engine, name=None, label_selectors=None):
     return sorted((summarize(engine, o) for o in objs), key=lambda s: s["name"])
 
 
+def add_agents(clusters, engine, member):
+    """Add to each of ``clusters`` (summaries, in practice the one named cluster) ``agent``: its agent as ``member``
+    shows it (:meth:`engines.Engine.read_agent`), None for a Karmada Push member, which runs no agent."""
+    engine = engines.get(engine)
+    for cluster in clusters:
+        cluster["agent"] = None if engine.is_push(cluster["object"]) else engine.read_agent(member)
+    return clusters
+
+
 def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=None, timeout=120,
                       interval=resources.WAIT_SLEEP):
     """Wait until every cluster :func:`member_clusters` lists has ``condition``; return their summaries.

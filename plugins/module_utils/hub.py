@@ -41,7 +41,7 @@ NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/
 KARMADA_LABELS = engines.get("karmada").hub_labels
 OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
 
-CLUSTER_MANAGER_NAME = "cluster-manager"
+CLUSTER_MANAGER_NAME = ocm.CLUSTER_MANAGER_NAME
 # The CA of the gRPC server's certificate when the operator issues it (no caBundle of its own given).
 GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub", "ca-bundle-configmap", "ca-bundle.crt"
 

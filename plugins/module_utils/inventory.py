@@ -21,7 +21,7 @@ __metaclass__ = type
 import fnmatch
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, engines, fleet, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -41,6 +41,7 @@ FACTS = (("fleet_mode", "mode"), ("fleet_cluster_id", "id"), ("fleet_api_endpoin
 # taints (fact fleet_taints): they hold the hub's own (unreachable, not-ready), which no inventory may set.
 PLACEMENT = ("provider", "region", "zones", "labels", "annotations", "cluster_set")
 CORDONED_GROUP = "cordoned"
+OUTDATED_GROUP = "agent_outdated"
 CLUSTER_SET_PREFIX = "cluster_set_"
 ENTRY_KEYS = ("name", "pattern", "kubeconfig", "context", "vars")
 
@@ -48,6 +49,27 @@ ENTRY_KEYS = ("name", "pattern", "kubeconfig", "context", "vars")
 def observe(hub, engine):
     """What ``hub`` reports about its member clusters, as plain data fit for an inventory cache."""
     return [dict((key, summary[key]) for key in OBSERVED) for summary in fleet.member_clusters(hub, engine)]
+
+
+def observe_agents(engine, clusters, mapping):
+    """Add ``agent_version`` to each of ``clusters`` (what :func:`observe` returned) that runs an agent (not a Karmada
+    Push member) and that ``mapping`` gives a kubeconfig: its agent's version as the member shows it
+    (:meth:`engines.Engine.read_agent`), None when it cannot be read. Returns the warnings, one per member not read."""
+    engine = engines.get(engine)
+    warnings = []
+    for cluster in clusters:
+        settings = mapping.connection(cluster["name"])
+        if (cluster.get("mode") or "").lower() == "push" or "kubeconfig" not in settings:
+            continue
+        try:
+            member = client.get_cluster(client.connection_options(settings, environment=False), cluster["name"], "member")
+            agent = engine.read_agent(member)
+        except FleetError as exc:
+            agent = {"version": None, "problem": exc.msg}
+        cluster["agent_version"] = agent["version"]
+        if agent["version"] is None:
+            warnings.append("the agent version of cluster %s is unknown: %s" % (cluster["name"], agent["problem"]))
+    return warnings
 
 
 def engine_group(engine):
@@ -184,13 +206,18 @@ def member_vars(engine, name, observed, mapping):
         variables.update((key, observed[key]) for key in PLACEMENT if observed.get(key) not in (None, "", [], {}))
         variables.update(fleet_registered=True, fleet_ready=bool(observed.get("ready")), cordoned=bool(observed.get("cordoned")))
         variables.update((var, observed.get(key)) for var, key in FACTS)
+        if "agent_version" in observed:
+            variables["agent_version"] = observed["agent_version"]
     variables.update(mapping.connection(name))
     variables.update(mapping.variables(name))
     return variables
 
 
-def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, hub_vars=None):
+def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, hub_vars=None, target_agent_version=None):
     """The inventory of the hub whose members are ``clusters`` (what :func:`observe` returned).
+
+    With ``target_agent_version``, group ``agent_outdated`` holds the members whose ``agent_version`` (see
+    :func:`observe_agents`) is an older release.
 
     ``hub_options`` are the hub's authentication options as the inventory source gives them; the
     non-secret ones (:func:`hub_settings`) become the hub host's variables and, with ``hub_apiserver``
@@ -202,7 +229,8 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
     if not isinstance(hub_vars or {}, dict):
         raise FleetError("hub_vars must be a dictionary of variables, got %r" % (hub_vars,))
     all_groups = ([HUB_GROUP, MEMBERS_GROUP, engine_group(engine)] + [mode_group(m) for m in MODES]
-                  + [ready_group(True), ready_group(False), CORDONED_GROUP])
+                  + [ready_group(True), ready_group(False), CORDONED_GROUP]
+                  + ([OUTDATED_GROUP] if target_agent_version else []))
     if hub_host in all_groups:
         raise FleetError("hub_host %r is the name of a group of this inventory; set hub_host to another name" % hub_host)
     if hub_host in mapping.declared():
@@ -235,6 +263,8 @@ def build(engine, clusters, mapping, hub_host, hub_options, hub_apiserver=None, 
                   ready_group(variables["fleet_ready"])]
         groups += [CORDONED_GROUP] if variables["cordoned"] else []
         groups += [cluster_set_group(variables["cluster_set"])] if variables.get("cluster_set") else []
+        if target_agent_version and versions.outdated(variables.get("agent_version"), target_agent_version):
+            groups.append(OUTDATED_GROUP)
         members.append(Host(name, variables, groups))
     group_vars = {engine_group(engine): {"fleet_engine": engine},
                   MEMBERS_GROUP: {"fleet_hub": dict(settings, name=hub_host)}}

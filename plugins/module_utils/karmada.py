@@ -142,19 +142,37 @@ def agent_kubeconfig_secret(kubeconfig_text):
             "type": "Opaque", "data": {AGENT_KUBECONFIG_SECRET: pki.b64(kubeconfig_text)}}
 
 
-DEFAULT_AGENT_IMAGE = "docker.io/karmada/karmada-agent:v1.14.0"
+# karmadactl register defaults the agent image to its own release; this is the latest v1.18 patch release
+# (karmada-io/karmada docs/CHANGELOG/CHANGELOG-1.18.md). Role agent_install's karmada_version sets it from the inventory.
+DEFAULT_AGENT_IMAGE = "docker.io/karmada/karmada-agent:v1.18.2"
+# The agent's built-in certificate rotation (cmd/agent/app/options): its controller, flags and their defaults.
+CERT_ROTATION_CONTROLLER = "certRotation"
+CERT_ROTATION_CHECKING_INTERVAL = "5m"
+CERT_ROTATION_REMAINING_TIME_THRESHOLD = 0.2
+# The pod-template annotation with the agent certificate's fingerprint: a new certificate rolls the agent.
+CERTIFICATE_ANNOTATION = "multicluster.fleet/agent-certificate-sha256"
 
 
 def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replicas=1, provider="", region="", zones=(),
-                  proxy_server_address=None):
+                  proxy_server_address=None, cert_rotation=None, certificate_sha256=None):
     """The karmada-agent as ``karmadactl register`` deploys it, as manifests in the order they are applied.
 
     Namespace ``karmada-system``, ServiceAccount ``karmada-agent-sa``, ClusterRole and ClusterRoleBinding
     ``karmada-agent`` and Deployment ``karmada-agent`` reading the hub kubeconfig of Secret
     ``karmada-system/karmada-kubeconfig``, with karmadactl's arguments. The agent creates the Cluster.
+
+    ``cert_rotation``, a ``(checking interval, remaining time threshold)`` pair, turns on the agent's certificate
+    rotation as ``karmadactl register --enable-cert-rotation`` does; ``certificate_sha256``, the fingerprint of the
+    agent's certificate, is a pod-template annotation (:data:`CERTIFICATE_ANNOTATION`), so a new one rolls the agent.
     """
     labels = dict(SYSTEM_LABELS)
     meta = {"name": AGENT_NAME, "labels": labels}
+    controllers = ["*", CERT_ROTATION_CONTROLLER] if cert_rotation else ["*"]
+    rotation = ["--cert-rotation-checking-interval=%s" % cert_rotation[0],
+                "--cert-rotation-remaining-time-threshold=%s" % cert_rotation[1]] if cert_rotation else []
+    template_meta = {"labels": {"app": AGENT_NAME}}
+    if certificate_sha256:
+        template_meta["annotations"] = {CERTIFICATE_ANNOTATION: certificate_sha256}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NAMESPACE, "labels": dict(labels)}},
         {"apiVersion": "v1", "kind": "ServiceAccount",
@@ -170,7 +188,7 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
              "replicas": replicas,
              "selector": {"matchLabels": {"app": AGENT_NAME}},
              "template": {
-                 "metadata": {"labels": {"app": AGENT_NAME}},
+                 "metadata": template_meta,
                  "spec": {
                      "serviceAccountName": AGENT_SERVICE_ACCOUNT,
                      "containers": [{
@@ -185,7 +203,7 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
                              "--cluster-provider=%s" % (provider or ""),
                              "--cluster-region=%s" % (region or ""),
                              "--cluster-zones=%s" % ",".join(zones or ()),
-                             "--controllers=*",
+                             "--controllers=%s" % ",".join(controllers),
                              "--proxy-server-address=%s" % (proxy_server_address or ""),
                              "--leader-elect-resource-namespace=%s" % AGENT_NAMESPACE,
                              "--cluster-namespace=%s" % DEFAULT_CLUSTER_NAMESPACE,
@@ -193,7 +211,7 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
                              "--metrics-bind-address=:8080",
                              "--health-probe-bind-address=0.0.0.0:10357",
                              "--v=2",
-                         ],
+                         ] + rotation,
                          "ports": [{"containerPort": 8080, "name": "metrics", "protocol": "TCP"}],
                          "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig"}],
                      }],

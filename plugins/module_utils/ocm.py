@@ -14,6 +14,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 MANAGED_CLUSTER = Kind("cluster.open-cluster-management.io/v1", "ManagedCluster", "managedclusters", False)
 MANIFEST_WORK = Kind("work.open-cluster-management.io/v1", "ManifestWork", "manifestworks", True)
 CLUSTER_MANAGER = Kind("operator.open-cluster-management.io/v1", "ClusterManager", "clustermanagers", False)
+CLUSTER_MANAGER_NAME = "cluster-manager"  # the one ClusterManager of a hub (clusteradm init)
 KLUSTERLET = Kind("operator.open-cluster-management.io/v1", "Klusterlet", "klusterlets", False)
 # Placement (cluster sets, their bindings, placements and the placement controller's decisions) and add-ons.
 MANAGED_CLUSTER_SET = Kind("cluster.open-cluster-management.io/v1beta2", "ManagedClusterSet", "managedclustersets", False)
@@ -186,8 +187,11 @@ def validate_klusterlet_spec(fields):
                          "klusterlet_mode and registration_driver" % ", ".join(taken))
 
 
-def klusterlet(cluster_name, api_endpoint, placement, driver="csr", fields=None):
+def klusterlet(cluster_name, api_endpoint, placement, driver="csr", fields=None, client_cert_expiration_seconds=None):
     """The Klusterlet: the fields registration needs, over ``fields`` (the agent installer's: images, resources).
+
+    ``client_cert_expiration_seconds`` is the lifetime of the registration agent's certificate
+    (``registrationConfiguration.clientCertExpirationSeconds``), written when given.
 
     ``deployOption.mode`` is written when ``placement`` names a mode: a Hosted Klusterlet is only right
     with it. The registration writes the Klusterlet whole, so that its cluster name is only ever written
@@ -201,6 +205,8 @@ def klusterlet(cluster_name, api_endpoint, placement, driver="csr", fields=None)
         "registrationConfiguration": dict(spec.get("registrationConfiguration") or {},
                                           registrationDriver={"authType": driver}),
     })
+    if client_cert_expiration_seconds is not None:
+        spec["registrationConfiguration"]["clientCertExpirationSeconds"] = client_cert_expiration_seconds
     if placement.mode:
         spec["deployOption"] = dict(spec.get("deployOption") or {}, mode=placement.mode)
     return {"metadata": {"name": placement.klusterlet}, "spec": spec}

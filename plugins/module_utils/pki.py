@@ -160,6 +160,12 @@ def _public_der(key):
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
+def fingerprint(certificate):
+    """The SHA-256 fingerprint (lowercase hex) of ``certificate``'s DER encoding, as ``openssl x509 -fingerprint -sha256``."""
+    require_cryptography()
+    return binascii.hexlify(certificate.fingerprint(hashes.SHA256())).decode("ascii")
+
+
 def matches_key(certificate, private_key):
     """True when the certificate carries the public half of ``private_key``."""
     return _public_der(certificate.public_key()) == _public_der(private_key.public_key())

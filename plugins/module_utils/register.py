@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
@@ -24,10 +25,15 @@ FLOWS = dict((flow.engine, flow) for flow in (KarmadaRegistration, OcmRegistrati
 def run(member, hub, reg, check_mode=False, hosting=None):
     """Run the flow of the registration's engine and state; return the module result.
 
-    ``hosting`` (a Cluster) is for Hosted klusterlets only.
+    ``hosting`` (a Cluster) is for Hosted klusterlets only. The agent's version is checked against the hub's first
+    (:func:`versions.check_agent`): a newer agent is refused before anything is written, one far behind warned about.
     """
     hosted = bool(reg.placement and reg.placement.hosted)
     if hosted != bool(hosting):
         raise FleetError("klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode if hosted else
                          "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
-    return FLOWS[reg.engine.name](member, hub, reg, check_mode, hosting).run()
+    skew = versions.check_agent(reg.engine, reg, hub) if reg.state == "present" else None
+    result = FLOWS[reg.engine.name](member, hub, reg, check_mode, hosting).run()
+    if skew:
+        result["warnings"] = list(result.get("warnings") or []) + [skew]
+    return result

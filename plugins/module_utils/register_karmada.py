@@ -147,6 +147,7 @@ class KarmadaRegistration(Registrar):
     """Register (:meth:`present`, then :meth:`agent`) or unregister (:meth:`absent`) a member in Pull mode."""
 
     engine = "karmada"
+    certificate_pem = None  # the agent certificate the member holds after present(), None when not known (check mode)
 
     def run(self):
         reg = self.reg
@@ -295,6 +296,7 @@ class KarmadaRegistration(Registrar):
         if in_flight and in_flight["tls.key"] == parts["client_key_pem"]:
             report.add(member, resources.delete(member, SECRET, in_flight_name(self.reg.cluster_name), LOCK_NAMESPACE,
                                                 self.check_mode))
+        self.certificate_pem = parts["client_cert_pem"]
         result.update(reason=None, hub_server=parts["server"], ca_pins=_hub_pins(self.reg, parts["ca_pem"]),
                       certificate_expiration=certificate_expiration(parts["client_cert_pem"]))
         return report.result(**result)
@@ -315,6 +317,7 @@ class KarmadaRegistration(Registrar):
         if self.hub:
             self.ensure_agent_rbac()
         self._store_agent_kubeconfig(parts["server"], discovered["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"])
+        self.certificate_pem = parts["client_cert_pem"]
         result.update(hub_server=parts["server"], ca_pins=discovered["ca_pins"],
                       certificate_expiration=certificate_expiration(parts["client_cert_pem"]))
         return self.report.result(**result)
@@ -338,6 +341,7 @@ class KarmadaRegistration(Registrar):
             self._store_agent_kubeconfig(server, discovered["ca_pem"], cert_pem, key_pem)
             self._forget_in_flight()
             expiration = certificate_expiration(cert_pem)
+        self.certificate_pem = cert_pem
         result.update(csr_name=name, csr_resumed=resumed, hub_server=server, ca_pins=discovered["ca_pins"],
                       certificate_expiration=expiration)
         return report.result(**result)
@@ -416,9 +420,11 @@ class KarmadaRegistration(Registrar):
         report = self.start()
         try:
             if reg.deploy_agent:
+                fingerprint = (pki.fingerprint(pki.load_certificates(self.certificate_pem)[0]) if self.certificate_pem
+                               else "a new certificate (check mode)")
                 manifests = karmada.agent_objects(reg.cluster_name, registered["api_endpoint"], reg.agent_image,
                                                   reg.agent_replicas, reg.provider, reg.region, reg.zones,
-                                                  reg.proxy_server_address)
+                                                  reg.proxy_server_address, reg.cert_rotation, fingerprint)
                 for outcome in objects.apply(member, objects.prepare(manifests), self.check_mode, wait=waits,
                                              timeout=reg.wait_timeout, interval=reg.wait_sleep):
                     report.add(member, outcome)

@@ -158,7 +158,7 @@ class OcmRegistration(Registrar):
         elif problem or registered_as != reg.cluster_name and not check_mode:
             result["waited_for"] = lock.acquire(reg.wait_timeout)
         klusterlet = ocm.klusterlet(reg.cluster_name, result["api_endpoint"], placement, reg.registration_driver,
-                                    reg.klusterlet_spec)
+                                    reg.klusterlet_spec, reg.client_cert_expiration_seconds)
         with report.failures_name_writes("written"):
             try:
                 if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile,

@@ -26,6 +26,7 @@ import base64
 import binascii
 import contextlib
 import datetime
+import re
 import time
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, fleet, karmada, kubeconfig, pki, resources
@@ -38,6 +39,7 @@ MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expiration
 DISCOVERY_RETRY_INTERVAL = 2.0
 PROXY_URL_SCHEMES = ("http", "https")  # the forward proxies the shared client (urllib3) reaches the hub through
 IN_FLIGHT_PREFIX = "multicluster-fleet-registration-"
+GO_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
 
 
 def utc_now():
@@ -65,6 +67,12 @@ class Registration:
         self.allow_mode_change = bool(params["allow_mode_change"])
         self.klusterlet_spec = params.get("klusterlet_spec")
         self.agent_image, self.agent_replicas = params["agent_image"], params["agent_replicas"]
+        self.hub_version = params.get("hub_version")
+        self.cert_rotation = cert_rotation(params) if params.get("enable_cert_rotation") else None
+        self.client_cert_expiration_seconds = params.get("client_cert_expiration_seconds")
+        if self.client_cert_expiration_seconds is not None and self.client_cert_expiration_seconds < 3600:
+            raise FleetError("client_cert_expiration_seconds must be at least 3600 (one hour), got %d"
+                             % self.client_cert_expiration_seconds)
         self.provider, self.region, self.zones = params["provider"] or "", params["region"] or "", list(params["zones"] or [])
         self.wait = bool(params["wait"])
         self.registration_driver = params["registration_driver"]
@@ -110,6 +118,18 @@ class Registration:
             self.managed_kubeconfig = hosted_agents_kubeconfig(params.get("managed_kubeconfig"), params.get("kubeconfig"),
                                                                params.get("context"), params.get("host"),
                                                                client.describe(cluster_name))
+
+
+def cert_rotation(params):
+    """``(checking interval, remaining time threshold)`` of the Karmada agent's certificate rotation, checked."""
+    interval = params.get("cert_rotation_checking_interval") or karmada.CERT_ROTATION_CHECKING_INTERVAL
+    threshold = params.get("cert_rotation_remaining_time_threshold")
+    threshold = karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD if threshold is None else threshold
+    if not GO_DURATION_RE.match(str(interval)):
+        raise FleetError("cert_rotation_checking_interval must be a Go duration such as 5m or 1h30m, got %r" % interval)
+    if not 0 < threshold < 1:
+        raise FleetError("cert_rotation_remaining_time_threshold must be between 0 and 1, got %s" % threshold)
+    return str(interval), threshold
 
 
 def proxy_settings(cluster_name, proxy_url, proxy_ca_cert):

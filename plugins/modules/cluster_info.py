@@ -16,6 +16,12 @@ description:
     objects (C(managedclusters.cluster.open-cluster-management.io/v1)) from the hub.
   - Returns the same summary for both engines (name, mode, Kubernetes version, readiness, OCM acceptance,
     conditions) next to the object itself, the way C(kubectl get clusters) and C(clusteradm get clusters) show them.
+  - With O(member), the connection to the member cluster of O(name) (required with it), it also reads that member's
+    agent - RV(clusters[].agent) - its image and version, and the expiry of its client certificate. Karmada - the
+    Deployment C(karmada-system/karmada-agent) and the certificate in Secret C(karmada-system/karmada-kubeconfig). OCM
+    (C(Default) and C(Singleton) klusterlets) - the registration agent's Deployment
+    C(open-cluster-management-agent/klusterlet-registration-agent) (C(klusterlet-agent)) and the certificate in Secret
+    C(hub-kubeconfig-secret) there. A Push member (Karmada) has no agent.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -55,6 +61,7 @@ seealso:
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth
+  - multicluster.fleet.auth.member
   - multicluster.fleet.wait
   - multicluster.fleet.wait.condition
   - multicluster.fleet.attributes
@@ -94,6 +101,20 @@ EXAMPLES = r"""
     wait: true
     wait_condition:
       type: ManagedClusterJoined
+
+- name: Read the agent version and certificate expiry of member2, a Pull member
+  multicluster.fleet.cluster_info:
+    engine: karmada
+    name: member2
+    member:
+      kubeconfig: /etc/fleet/member2.kubeconfig
+  register: member2
+
+- name: Warn when its agent certificate expires within 30 days
+  ansible.builtin.debug:
+    msg: "{{ member2.clusters[0].agent.certificate_expiration }}"
+  when: (member2.clusters[0].agent.certificate_expiration | ansible.builtin.to_datetime('%Y-%m-%dT%H:%M:%SZ')
+         - now(utc=true)).days < 30
 
 - name: Production clusters in Europe
   multicluster.fleet.cluster_info:
@@ -196,10 +217,31 @@ clusters:
     object:
       description: The Cluster or ManagedCluster as the hub stores it (server-owned metadata left out).
       type: dict
+    agent:
+      description:
+        - With O(member), the member's agent as the member shows it; absent without O(member), null for a Karmada Push
+          member.
+      type: dict
+      contains:
+        image:
+          description: The agent's image (Karmada - the karmada-agent; OCM - the registration agent).
+          type: str
+          sample: docker.io/karmada/karmada-agent:v1.18.2
+        version:
+          description: The release the agent runs, from its image's tag (V(v<major>.<minor>.<patch>) when it names one).
+          type: str
+          sample: v1.18.2
+        certificate_expiration:
+          description: When the agent's client certificate expires (its C(notAfter)), RFC 3339 UTC.
+          type: str
+          sample: "2027-11-29T05:00:00Z"
+        problem:
+          description: What could not be read (no Deployment, no certificate), else null.
+          type: str
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
 
 def run(module):
@@ -211,6 +253,8 @@ def run(module):
                                            params["wait_condition"], params["wait_timeout"], params["wait_sleep"])
     else:
         clusters = fleet.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
+    if params["member"]:
+        fleet.add_agents(clusters, params["engine"], module.cluster(params["member"], params["name"]))
     return dict(changed=False, clusters=clusters)
 
 
@@ -220,8 +264,9 @@ def module_spec():
         engine=dict(type="str", required=True, choices=list(engines.NAMES)),
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
+        member=cluster_argument_spec(),
         **resources.wait_argument_spec(condition=True)
-    ))
+    ), required_by={"member": ("name",)})
 
 
 def main():

@@ -196,6 +196,9 @@ options:
         replicas, reading Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint)
         (O(api_endpoint)), C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and
         C(--proxy-server-address)). The agent then creates the Cluster on the hub with C(syncMode=Pull).
+      - The agent reads its certificate only when it starts, so the Deployment's pod template carries the certificate's
+        SHA-256 fingerprint (annotation C(multicluster.fleet/agent-certificate-sha256)) - a run that stores a new
+        certificate rolls the agent, which then uses it.
       - Every object is sent as a server-side dry run before the first is written; check mode does only that.
       - O(state=absent) removes these objects whether or not this is set.
     type: bool
@@ -203,9 +206,46 @@ options:
   agent_image:
     description:
       - Only for O(engine=karmada), with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the
-        hub's Karmada version.
+        hub's Karmada version. The default is the agent of the latest Karmada v1.18 patch release.
+      - Its tag is the agent's version for the version skew rule (see O(hub_version)).
     type: str
-    default: docker.io/karmada/karmada-agent:v1.14.0
+    default: docker.io/karmada/karmada-agent:v1.18.2
+  hub_version:
+    description:
+      - The engine release the hub runs (for example V(v1.18.2) or V(1.3.1)), for the version skew rule - where the
+        hub does not show it. An OCM hub shows it to O(hub) credentials (the tag of its ClusterManager's
+        C(registrationImagePullSpec)), which then win; Karmada's API server does not show Karmada's release.
+      - "The rule: the agent's version (the tag of O(agent_image) with O(deploy_agent), or of C(registrationImagePullSpec)
+        in O(klusterlet_spec)) must not be a newer minor release than the hub's - refused before anything is written -,
+        and a warning says when it is more than one minor release behind. Without a hub version nothing is compared."
+    type: str
+  enable_cert_rotation:
+    description:
+      - Only for O(engine=karmada), with O(deploy_agent). Let the karmada-agent renew its own certificate before it
+        expires (C(karmadactl register --enable-cert-rotation)) - agent flags C(--controllers=*,certRotation),
+        C(--cert-rotation-checking-interval) (O(cert_rotation_checking_interval)) and
+        C(--cert-rotation-remaining-time-threshold) (O(cert_rotation_remaining_time_threshold)). Karmada's
+        self-approver RBAC (role multicluster.fleet.hub_init) approves the renewals.
+    type: bool
+    default: false
+  cert_rotation_checking_interval:
+    description:
+      - With O(enable_cert_rotation), how often the agent checks its certificate (a Go duration, for example V(5m)).
+    type: str
+    default: 5m
+  cert_rotation_remaining_time_threshold:
+    description:
+      - With O(enable_cert_rotation), the share of the certificate's lifetime left from which the agent renews it,
+        between 0 and 1.
+    type: float
+    default: 0.2
+  client_cert_expiration_seconds:
+    description:
+      - Only for O(engine=ocm). The lifetime the registration agent asks for its client certificate, Klusterlet
+        C(registrationConfiguration.clientCertExpirationSeconds) (C(clusteradm join --client-cert-expiration-seconds));
+        the agent renews it itself when 20 to 25 percent of it is left. At least one hour. When omitted the field is
+        not written (OCM's default, one year).
+    type: int
   agent_replicas:
     description:
       - Only for O(engine=karmada), with O(deploy_agent). Replicas of the karmada-agent Deployment
@@ -661,6 +701,11 @@ def module_spec():
         allow_mode_change=dict(type="bool", default=False),
         deploy_agent=dict(type="bool", default=False),
         agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
+        hub_version=dict(type="str"),
+        enable_cert_rotation=dict(type="bool", default=False),
+        cert_rotation_checking_interval=dict(type="str", default=karmada.CERT_ROTATION_CHECKING_INTERVAL),
+        cert_rotation_remaining_time_threshold=dict(type="float", default=karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD),
+        client_cert_expiration_seconds=dict(type="int"),
         agent_replicas=dict(type="int", default=1),
         provider=dict(type="str"),
         region=dict(type="str"),

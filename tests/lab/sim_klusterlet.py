@@ -7,7 +7,10 @@ creates the ManagedCluster (``hubAcceptsClient: false``, the member's URL and CA
 the agent does (generateName ``<cluster>-``, label ``open-cluster-management.io/cluster-name``, an
 ECDSA P-256 key, CN ``system:open-cluster-management:<cluster>:<agent>``, O the cluster's group and
 ``system:open-cluster-management:managed-clusters``, signer ``kubernetes.io/kube-apiserver-client``,
-usages digital signature / key encipherment / client auth), waits until the CSR is approved and
+usages digital signature / key encipherment / client auth; ``expirationSeconds`` from the Klusterlet's
+``registrationConfiguration.clientCertExpirationSeconds`` when set, as the operator passes it to the agent's
+``--client-cert-expiration-seconds``; the lab's 1.20 API server drops the field and signs for its default
+duration, as servers older than 1.22 do), waits until the CSR is approved and
 signed, and writes ``open-cluster-management-agent/hub-kubeconfig-secret`` (``tls.crt``, ``tls.key``,
 ``kubeconfig``, ``cluster-name``, ``agent-name``; the hub kubeconfig keeps the bootstrap one's server,
 CA and ``proxy-url``, and both are used through that proxy). From then on it speaks to the hub with that
@@ -131,6 +134,7 @@ class SimulatedKlusterlet(Simulation):
         self.cluster_name = cluster_name
         self.agent_name = agent_name
         self.csr_name = None
+        self.expiration_seconds = None  # the Klusterlet's clientCertExpirationSeconds
         self._key_pem = None
         self._bootstrapped_with = None  # the bootstrap kubeconfig the pending CSR was made with
         self._renewed = None
@@ -152,6 +156,7 @@ class SimulatedKlusterlet(Simulation):
         if ((spec.get("registrationConfiguration") or {}).get("registrationDriver") or {}).get("authType") == "grpc":
             self.status = "the grpc registration driver needs the hub's gRPC server, which the lab cannot run: not simulated"
             return
+        self.expiration_seconds = (spec.get("registrationConfiguration") or {}).get("clientCertExpirationSeconds")
         hub_secret = get_or_none(self.runtime, secret_path(HUB_SECRET, self.namespace))
         self._resolve_names(hub_secret, spec)
         if self._valid(hub_secret) and not self._hub_changed(hub_secret):
@@ -257,11 +262,14 @@ class SimulatedKlusterlet(Simulation):
             x509.NameAttribute(NameOID.COMMON_NAME, self.identity),
         ])
         request = x509.CertificateSigningRequestBuilder().subject_name(subject).sign(key, hashes.SHA256())
+        spec = {"request": base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode(),
+                "signerName": SIGNER, "usages": ["digital signature", "key encipherment", "client auth"]}
+        if self.expiration_seconds:
+            spec["expirationSeconds"] = self.expiration_seconds
         created = hub.post(CSRS, {
             "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
             "metadata": {"generateName": f"{self.cluster_name}-", "labels": {CLUSTER_LABEL: self.cluster_name}},
-            "spec": {"request": base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode(),
-                     "signerName": SIGNER, "usages": ["digital signature", "key encipherment", "client auth"]},
+            "spec": spec,
         })
         self._key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
                                           serialization.NoEncryption())

@@ -236,8 +236,9 @@ def test_age_reads_like_kubectl(created, age):
 
 
 ROWS = [
-    {"name": "member1", "version": "v1.20.2", "mode": "Push", "ready": True, "accepted": "-", "joined": "-", "age": "5m",
-     "result": "registered", "reason": "", "failed_task": ""},
+    {"name": "member1", "version": "v1.20.2", "mode": "Pull", "ready": True, "accepted": "-", "joined": "-", "age": "5m",
+     "agent": "v1.18.2", "result": "registered", "reason": "", "failed_task": "",
+     "warning": "the agent certificate expires at 2026-12-01T00:00:00Z"},
     {"name": "edge7", "version": "-", "mode": "-", "ready": "-", "accepted": "-", "joined": "-", "age": "-",
      "result": "failed", "failed_task": "Join the member in Push mode",
      "reason": "cluster 'edge7': kubeconfig file /etc/fleet/edge-07.kubeconfig does not exist | really"},
@@ -246,24 +247,49 @@ ROWS = [
 
 def test_table_has_kubectls_columns_and_a_short_reason():
     lines = fleet.fleet_table(ROWS, "karmada")
-    assert lines[0].split() == ["NAME", "VERSION", "MODE", "READY", "AGE", "RESULT"]
-    assert lines[1].split() == ["member1", "v1.20.2", "Push", "True", "5m", "registered"]
-    assert lines[2].startswith("edge7     -         -      -       -     failed: cluster 'edge7': kubeconfig file")
+    assert lines[0].split() == ["NAME", "VERSION", "MODE", "READY", "AGE", "AGENT", "RESULT"]
+    assert lines[1].split() == ["member1", "v1.20.2", "Pull", "True", "5m", "v1.18.2", "registered"]
+    assert lines[2].startswith("edge7     -         -      -       -     -         failed: cluster 'edge7': kubeconfig file")
     assert lines[2].endswith("...") and len(lines[2].split("failed: ", 1)[1]) == fleet.REASON_WIDTH
     ocm = fleet.fleet_table(ROWS[:1], "ocm")
-    assert re.split(r"\s{2,}", ocm[0]) == ["NAME", "HUB ACCEPTED", "JOINED", "AVAILABLE", "AGE", "RESULT"]
+    assert re.split(r"\s{2,}", ocm[0]) == ["NAME", "HUB ACCEPTED", "JOINED", "AVAILABLE", "AGE", "AGENT", "RESULT"]
 
 
 def test_markdown_has_the_table_and_every_whole_reason():
     text = fleet.fleet_markdown(ROWS, "karmada", "Fleet registration")
     lines = text.splitlines()
     assert lines[0] == "# Fleet registration"
-    assert lines[2] == "| NAME | VERSION | MODE | READY | AGE | RESULT |"
-    assert lines[3] == "|---|---|---|---|---|---|"
-    assert lines[4] == "| member1 | v1.20.2 | Push | True | 5m | registered |"
-    assert lines[5].startswith("| edge7 | - | - | - | - | failed: cluster 'edge7'") and "\\|" not in lines[5][:-2]
-    assert lines[-1] == ("- **edge7**: Join the member in Push mode: cluster 'edge7': kubeconfig file "
+    assert lines[2] == "| NAME | VERSION | MODE | READY | AGE | AGENT | RESULT |"
+    assert lines[3] == "|---|---|---|---|---|---|---|"
+    assert lines[4] == "| member1 | v1.20.2 | Pull | True | 5m | v1.18.2 | registered |"
+    assert lines[5].startswith("| edge7 | - | - | - | - | - | failed: cluster 'edge7'") and "\\|" not in lines[5][:-2]
+    assert lines[-5] == ("- **edge7**: Join the member in Push mode: cluster 'edge7': kubeconfig file "
                          "/etc/fleet/edge-07.kubeconfig does not exist | really")
+    assert lines[-3:] == ["## Agent certificates expiring soon", "",
+                          "- **member1**: the agent certificate expires at 2026-12-01T00:00:00Z"]
+
+
+def test_report_has_the_agent_version_and_warns_about_expiring_certificates():
+    def member(name, expiration):
+        return {"host": name, "name": name, "ran": True, "failure": "", "failed_task": "",
+                "agent": {"version": "v1.18.2", "certificate_expiration": expiration}}
+    push = {"host": "push", "name": "push", "ran": True, "failure": "", "failed_task": ""}
+    members = [member("soon", "2026-12-10T12:00:00Z"), member("later", "2027-11-24T12:00:00Z"),
+               member("gone", "2026-11-01T00:00:00Z"), push]
+    clusters = [{"name": name, "ready": True, "mode": "Pull"} for name in ("soon", "later", "gone", "push")]
+    rows = dict((r["name"], r) for r in fleet.fleet_report(members, clusters, "karmada", now=NOW, cert_warning_days=30))
+    assert rows["soon"]["agent"] == "v1.18.2" and rows["soon"]["warning"] == (
+        "the agent certificate expires at 2026-12-10T12:00:00Z")
+    assert rows["later"]["warning"] == "" and rows["later"]["certificate_expiration"] == "2027-11-24T12:00:00Z"
+    assert rows["gone"]["warning"] == "the agent certificate expired at 2026-11-01T00:00:00Z"
+    assert (rows["push"]["agent"], rows["push"]["warning"]) == ("-", "")
+    assert fleet.fleet_report(members, clusters, "karmada", now=NOW, cert_warning_days=10)[-1]["warning"] == ""
+
+
+def test_fleet_members_reads_the_agent_the_summary_read():
+    hostvars = {"m1": {"fleet_agent": {"clusters": [{"name": "m1", "agent": {"version": "v1.3.1"}}]}}, "m2": {}}
+    members = fleet.fleet_members(["m1", "m2"], hostvars)
+    assert members[0]["agent"] == {"version": "v1.3.1"} and "agent" not in members[1]
 
 
 def test_unknown_engine():

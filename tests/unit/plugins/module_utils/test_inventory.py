@@ -219,3 +219,30 @@ class TestMemberMapping:
     def test_invalid_entries(self, entry, message):
         with pytest.raises(FleetError, match=message):
             inventory.MemberMapping([entry])
+
+
+class TestAgentVersions:
+    def test_outdated_agents_are_grouped(self):
+        clusters = observed("karmada", karmada("old", mode="Pull"), karmada("new", mode="Pull"), karmada("push"),
+                            karmada("unread", mode="Pull"))
+        clusters[0]["agent_version"], clusters[1]["agent_version"], clusters[3]["agent_version"] = "v1.17.0", "v1.18.2", None
+        fleet = inventory.build("karmada", clusters, inventory.MemberMapping(), "h", {}, target_agent_version="1.18.2")
+        hosts = by_name(fleet)
+        assert inventory.OUTDATED_GROUP in fleet.groups
+        assert [name for name, host in sorted(hosts.items()) if inventory.OUTDATED_GROUP in host.groups] == ["old"]
+        assert hosts["old"].vars["agent_version"] == "v1.17.0" and "agent_version" not in hosts["push"].vars
+        assert hosts["unread"].vars["agent_version"] is None
+        assert inventory.OUTDATED_GROUP not in inventory.build("karmada", clusters, inventory.MemberMapping(), "h", {}).groups
+
+    def test_observe_agents_reads_pull_members_with_a_kubeconfig(self, monkeypatch):
+        read = []
+        monkeypatch.setattr(inventory.client, "get_cluster", lambda options, name, role: read.append((name, role)) or name)
+        monkeypatch.setattr(inventory.engines.KarmadaEngine, "read_agent", lambda self, member: (
+            {"version": "v1.18.2", "problem": None} if member == "m1" else {"version": None, "problem": "no agent Deployment"}))
+        clusters = observed("karmada", karmada("m1", mode="Pull"), karmada("m2", mode="Pull"), karmada("m3"),
+                            karmada("m4", mode="Pull"))
+        mapping = inventory.MemberMapping([{"pattern": "m[123]", "kubeconfig": "/k"}])
+        warnings = inventory.observe_agents("karmada", clusters, mapping)
+        assert read == [("m1", "member"), ("m2", "member")]  # m3 is a Push member, m4 has no kubeconfig
+        assert [c.get("agent_version", "-") for c in clusters] == ["v1.18.2", None, "-", "-"]
+        assert warnings == ["the agent version of cluster m2 is unknown: no agent Deployment"]

@@ -1,0 +1,176 @@
+"""Versions: parsing, image tags, the skew rule, the agents' version and certificate as cluster_info reads them, and the
+certificate settings of the agents (Karmada rotation flags and fingerprint annotation, OCM client certificate lifetime)."""
+
+import base64
+import types
+
+import pytest
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, pki, registration, resources, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+
+from fake_ca import FakeCA
+from conftest import FakeCluster
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("v1.3.1", (1, 3, 1)),
+    ("1.18.2", (1, 18, 2)),
+    ("v1.18", (1, 18, 0)),
+    ("v1.19.0-rc.0", (1, 19, 0)),
+    ("docker.io/karmada/karmada-agent:v1.18.2", (1, 18, 2)),
+    ("registry.local:5000/ocm/registration:v1.3.1@sha256:abc", (1, 3, 1)),
+    ("quay.io/open-cluster-management/registration:latest", None),
+    ("registry.local:5000/ocm/registration", None),
+    ("", None),
+    (None, None),
+])
+def test_parse(text, parsed):
+    assert versions.parse(text) == parsed
+
+
+def test_image_tag_and_release():
+    assert versions.image_tag("registry.local:5000/karmada-agent") is None
+    assert versions.image_tag("karmada-agent:v1.18.2@sha256:00") == "v1.18.2"
+    assert versions.release("1.3.1") == "v1.3.1"
+    assert versions.release("latest") is None
+
+
+@pytest.mark.parametrize("agent, hub", [
+    ("v1.18.2", "v1.18.0"),  # a newer patch release of the hub's minor release is fine
+    ("v1.17.0", "v1.18.2"),  # one minor release behind
+    ("v1.18.2", None),  # no hub version: nothing compared
+    ("latest", "v1.18.2"),
+])
+def test_skew_fine(agent, hub):
+    assert versions.skew(agent, hub) is None
+
+
+def test_skew_refuses_a_newer_agent():
+    with pytest.raises(FleetError, match=r"agent version v1.19.0 is newer than the hub's v1.18.2.*1.18 or older"):
+        versions.skew("docker.io/karmada/karmada-agent:v1.19.0", "v1.18.2")
+    with pytest.raises(FleetError, match="newer than the hub's"):
+        versions.skew("v2.0.0", "v1.18.2")
+
+
+def test_skew_warns_more_than_one_minor_behind():
+    assert versions.skew("v1.16.3", "1.18.2") == ("agent version v1.16.3 is 2 minor releases behind the hub's v1.18.2: "
+                                                  "upgrade the agent (at most 1 minor release behind is supported)")
+    assert "a major release behind" in versions.skew("v0.9.0", "v1.0.0")
+
+
+def test_outdated():
+    assert versions.outdated("v1.0.0", "1.3.1")
+    assert versions.outdated("v1.3.0", "v1.3.1")
+    assert not versions.outdated("v1.3.1", "v1.3.1")
+    assert not versions.outdated(None, "v1.3.1")
+    assert not versions.outdated("v1.3.1", None)
+
+
+def _reg(**values):
+    fields = dict(agent_image=None, deploy_agent=False, klusterlet_spec=None, hub_version=None)
+    fields.update(values)
+    return types.SimpleNamespace(**fields)
+
+
+def test_check_agent_karmada_uses_the_declared_hub_version():
+    engine = engines.get("karmada")
+    reg = _reg(agent_image="docker.io/karmada/karmada-agent:v1.19.0", deploy_agent=True, hub_version="v1.18.2")
+    with pytest.raises(FleetError, match="newer than the hub's"):
+        versions.check_agent(engine, reg, FakeCluster())
+    assert versions.check_agent(engine, _reg(agent_image=reg.agent_image, hub_version="v1.18.2"), None) is None  # no agent
+
+
+def test_check_agent_ocm_reads_the_cluster_manager():
+    engine = engines.get("ocm")
+    hub = FakeCluster()
+    hub.add(ocm.CLUSTER_MANAGER, {"metadata": {"name": "cluster-manager"},
+                                  "spec": {"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.3.1"}})
+    old = _reg(klusterlet_spec={"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.0.0"},
+               hub_version="v1.0.0")
+    assert "3 minor releases behind the hub's v1.3.1" in versions.check_agent(engine, old, hub)  # read wins over declared
+    assert versions.check_agent(engine, old, None) is None  # declared: same release
+    newer = _reg(klusterlet_spec={"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.4.0"})
+    with pytest.raises(FleetError, match="v1.4.0 is newer than the hub's v1.3.1"):
+        versions.check_agent(engine, newer, hub)
+
+
+def _secret(name, namespace, data):
+    return {"metadata": {"name": name, "namespace": namespace},
+            "data": dict((k, base64.b64encode(v.encode()).decode()) for k, v in data.items())}
+
+
+def _deployment(name, namespace, image):
+    return {"metadata": {"name": name, "namespace": namespace},
+            "spec": {"template": {"spec": {"containers": [{"name": name, "image": image}]}}}}
+
+
+def test_karmada_agent_report():
+    ca = FakeCA()
+    cert, key = ca.client(karmada.agent_user("member2"), [karmada.AGENTS_GROUP], days=30)
+    member = FakeCluster("member2")
+    member.add(resources.DEPLOYMENT, _deployment("karmada-agent", "karmada-system", "docker.io/karmada/karmada-agent:v1.18.2"))
+    kubeconfig = karmada.agent_kubeconfig("https://hub:6443", ca.pem, "member2", cert, key)
+    member.add(resources.SECRET, _secret("karmada-kubeconfig", "karmada-system", {"karmada-kubeconfig": kubeconfig}))
+    report = engines.get("karmada").read_agent(member)
+    expected = pki.rfc3339(pki.not_after(pki.load_certificates(cert)[0]))
+    assert report == {"image": "docker.io/karmada/karmada-agent:v1.18.2", "version": "v1.18.2",
+                      "certificate_expiration": expected, "problem": None}
+
+
+def test_ocm_agent_report_singleton_and_missing():
+    ca = FakeCA()
+    cert, dummy = ca.client(ocm.agent_common_name("c1", "abc"), [ocm.agent_organization("c1")])
+    member = FakeCluster("c1")
+    assert engines.get("ocm").read_agent(member)["problem"].startswith("no Klusterlet klusterlet on the member")
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}, "spec": {"deployOption": {"mode": "Singleton"}}})
+    member.add(resources.DEPLOYMENT, _deployment("klusterlet-agent", ocm.AGENT_NAMESPACE,
+                                                 "quay.io/open-cluster-management/registration-operator:v1.3.1"))
+    report = engines.get("ocm").read_agent(member)
+    assert report["version"] == "v1.3.1" and report["certificate_expiration"] is None
+    assert report["problem"] == "no agent certificate: no Secret open-cluster-management-agent/hub-kubeconfig-secret on the member"
+    member.add(resources.SECRET, _secret(ocm.HUB_KUBECONFIG_SECRET, ocm.AGENT_NAMESPACE, {"tls.crt": cert}))
+    report = engines.get("ocm").read_agent(member)
+    assert report["problem"] is None and report["certificate_expiration"].endswith("Z")
+
+
+def test_karmada_agent_objects_with_cert_rotation_and_fingerprint():
+    deployment = karmada.agent_objects("m1", "https://m1:6443", cert_rotation=("10m", 0.3), certificate_sha256="ab12")[-1]
+    template = deployment["spec"]["template"]
+    command = template["spec"]["containers"][0]["command"]
+    assert "--controllers=*,certRotation" in command
+    assert command[-2:] == ["--cert-rotation-checking-interval=10m", "--cert-rotation-remaining-time-threshold=0.3"]
+    assert template["metadata"]["annotations"] == {karmada.CERTIFICATE_ANNOTATION: "ab12"}
+    plain = karmada.agent_objects("m1", "https://m1:6443")[-1]["spec"]["template"]
+    assert "--controllers=*" in plain["spec"]["containers"][0]["command"] and "annotations" not in plain["metadata"]
+
+
+def test_cert_rotation_settings_are_checked():
+    assert registration.cert_rotation({"cert_rotation_checking_interval": "1h30m",
+                                       "cert_rotation_remaining_time_threshold": 0.5}) == ("1h30m", 0.5)
+    assert registration.cert_rotation({}) == ("5m", 0.2)
+    with pytest.raises(FleetError, match="Go duration"):
+        registration.cert_rotation({"cert_rotation_checking_interval": "5 minutes"})
+    with pytest.raises(FleetError, match="between 0 and 1"):
+        registration.cert_rotation({"cert_rotation_remaining_time_threshold": 1.0})
+
+
+def test_klusterlet_client_cert_expiration():
+    spec = ocm.klusterlet("c1", "https://c1", ocm.Placement("c1"), fields={"registrationConfiguration": {"featureGates": []}},
+                          client_cert_expiration_seconds=86400)["spec"]
+    assert spec["registrationConfiguration"] == {"featureGates": [], "registrationDriver": {"authType": "csr"},
+                                                 "clientCertExpirationSeconds": 86400}
+    assert "clientCertExpirationSeconds" not in ocm.klusterlet("c1", "https://c1", ocm.Placement("c1"))["spec"][
+        "registrationConfiguration"]
+
+
+def test_certificate_options_are_engine_specific():
+    with pytest.raises(FleetError, match="client_cert_expiration_seconds is an OCM setting"):
+        engines.get("karmada").check_registration_options({"client_cert_expiration_seconds": 3600})
+    with pytest.raises(FleetError, match="enable_cert_rotation is a Karmada setting"):
+        engines.get("ocm").check_registration_options({"enable_cert_rotation": True})
+
+
+def test_fingerprint():
+    ca = FakeCA()
+    assert pki.fingerprint(pki.load_certificates(ca.pem)[0]) == pki.fingerprint(ca.cert) and len(pki.fingerprint(ca.cert)) == 64
