@@ -91,6 +91,8 @@ MINIMAL = {
     "k8s_objects": lambda c: dict(c.member1, objects=[cm("bad-input")]),
     "manifest_work": lambda c: dict(c.hub, engine="ocm", name="bad-input", clusters=["bad-input"], manifests=[cm("bad-input")]),
     "cluster_set": lambda c: dict(c.hub, engine="ocm", name="bad-input"),
+    "cluster_label": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], labels={"env": "prod"}),
+    "cluster_taint": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], cordon=True),
 }
 # Modules whose credential rows break their second connection (the dict option named here), not the top-level one.
 SECOND_CONNECTION = {"cluster_join": "member"}
@@ -206,6 +208,14 @@ ROWS = [
     ("cluster_set", "cluster that is not registered", lambda c: dict(clusters=["bad-input"]),
      ["cluster set bad-input: cluster(s) bad-input not registered on the hub"]),
     ("cluster_set", "Karmada engine", lambda c: dict(engine="karmada"), ["cluster sets are an OCM concept", "engine is karmada"]),
+    ("cluster_label", "label value with a space", lambda c: dict(labels={"env": "prod west"}),
+     ["invalid labels: labels['env'] = 'prod west'"]),
+    ("cluster_label", "cluster that is not registered", lambda c: {},
+     ["cannot label every cluster, nothing was written: cluster 'bad-input' is not registered on the hub"]),
+    ("cluster_taint", "unknown effect", lambda c: dict(taints=[{"key": "k", "effect": "Sometimes"}]),
+     ["taints[0] (key k): effect 'Sometimes' is not a karmada taint effect"]),
+    ("cluster_taint", "cluster that is not registered", lambda c: {},
+     ["nothing was written: cluster 'bad-input' is not registered on the hub"]),
 ]
 
 # Missing or unreadable credentials and an unreachable cluster, for every module: (what, options, fragments).

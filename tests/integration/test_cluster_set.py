@@ -8,6 +8,7 @@ exclusive cluster set cls-fleet, and namespace cls-apps. The tests create sets c
 import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.placement import decided_clusters, decisions
 from ocm_fleet import OcmFleet, fails, ok
 
 PROD, DEV = "cls-prod", "cls-dev"
@@ -37,9 +38,16 @@ def set_of(fleet, cluster):
     return resources.get(fleet.hub, ocm.MANAGED_CLUSTER, cluster)["metadata"]["labels"].get(ocm.CLUSTER_SET_LABEL)
 
 
-def decided(fleet, name, cluster_sets):
-    return ok(fleet.run("placement", name=name, namespace=fleet.namespace, cluster_sets=cluster_sets, wait=True,
-                        wait_timeout=60))["clusters"]
+def wait_decided(fleet, name, cluster_sets, wanted):
+    """Apply Placement ``name`` (of ``cluster_sets``) and wait until it decides the clusters ``wanted``: after a
+    cluster's labels change, the placement controller decides again on its next pass, which may come after the
+    module has read the decisions."""
+    ok(fleet.run("placement", name=name, namespace=fleet.namespace, cluster_sets=cluster_sets, wait=True, wait_timeout=60))
+
+    def check():
+        clusters = decided_clusters(decisions(fleet.hub, name, fleet.namespace))
+        return clusters == wanted, clusters
+    resources.wait_until(check, 30, "Placement %s to decide %s" % (name, wanted), interval=0.3)
 
 
 def test_exclusive_set_membership_move_and_binding(fleet):
@@ -70,11 +78,11 @@ def test_exclusive_set_membership_move_and_binding(fleet):
     assert (again["changed"], again["action"], again["clusters"]) == (False, "unchanged", [first_cluster])
 
     # A Placement of the bound namespace chooses from the set.
-    assert decided(fleet, "from-prod", [PROD]) == [first_cluster]
+    wait_decided(fleet, "from-prod", [PROD], [first_cluster])
 
     grown = ok(cluster_set(fleet, PROD, clusters=[second_cluster], move=True))
     assert grown["clusters"] == fleet.dev and grown["objects"][1:] == ["ManagedCluster/%s: updated" % second_cluster]
-    assert decided(fleet, "from-prod", [PROD]) == fleet.dev
+    wait_decided(fleet, "from-prod", [PROD], fleet.dev)
 
     shrunk = ok(cluster_set(fleet, PROD, remove_clusters=[second_cluster], unbind_namespaces=[fleet.namespace]))
     assert (shrunk["clusters"], shrunk["bound_namespaces"]) == ([first_cluster], [])
@@ -92,7 +100,7 @@ def test_label_selector_set(fleet):
     assert (dev["action"], dev["selector_type"], dev["clusters"]) == ("created", "LabelSelector", fleet.dev)
     assert resources.get(fleet.hub, ocm.MANAGED_CLUSTER_SET, DEV)["spec"]["clusterSelector"] == {
         "selectorType": "LabelSelector", "labelSelector": {"matchLabels": {"environment": "dev"}}}
-    assert decided(fleet, "from-dev", [DEV]) == fleet.dev
+    wait_decided(fleet, "from-dev", [DEV], fleet.dev)
     assert ok(cluster_set(fleet, DEV, selector_type="LabelSelector", label_selector=selector))["changed"] is False
     every = ok(cluster_set(fleet, DEV, label_selector={}, diff=True))
     assert (every["action"], every["clusters"]) == ("updated", fleet.clusters)

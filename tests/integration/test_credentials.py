@@ -159,6 +159,16 @@ class TestMemberKubeconfigWithHubCredential:
         result = self.run("cluster_label", dict(self.member, engine="karmada", clusters=[PREFIX], labels={"env": "prod"}))
         failed_naming(result, self.label + ": cannot label every cluster, nothing was written")
 
+    def test_cluster_taint(self):
+        # member1 serves no Karmada Cluster: "not registered", on member1.
+        result = self.run("cluster_taint", dict(self.member, engine="karmada", clusters=[PREFIX], cordon=True))
+        failed_naming(result, self.label, "nothing was written: cluster '%s' is not registered on the hub" % PREFIX)
+
+    def test_cluster_diagnose(self, lab):
+        # member1 serves no Karmada Cluster: the cluster is not registered there (the diagnosis only reads).
+        diagnosed = ok(self.run("cluster_diagnose", dict(self.member, engine="karmada", clusters=[PREFIX])))
+        assert (diagnosed["hub_server"], diagnosed["verdicts"]) == (lab.clusters[MEMBER]["server"], {PREFIX: "not_registered"})
+
     @pytest.mark.parametrize("hub_given", ["by kubeconfig", "by the variables"])
     def test_cluster_join(self, lab, hub_given):
         hub = auth(lab, lab.hub) if hub_given == "by kubeconfig" else {}
@@ -327,6 +337,8 @@ FAILURE_ARGS = {
     "manifest_work": dict(engine="ocm", name=PREFIX, clusters=["edge7"], manifests=[CONFIG_MAP]),
     "placement": dict(name=PREFIX),
     "cluster_set": dict(engine="ocm", name=PREFIX),
+    "cluster_taint": dict(engine="karmada", clusters=["edge7"], cordon=True),
+    "cluster_diagnose": dict(engine="karmada", clusters=["edge7"]),
 }
 # How messages call each module's top-level cluster when only its URL is known (client.describe).
 ROLES = {"k8s_objects": "cluster"}
