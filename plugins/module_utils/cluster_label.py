@@ -12,22 +12,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels as fleet_labels, resources, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, labels as fleet_labels, resources, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 UNREGISTERED = ("fail", "skip")
-
-
-def _names(engine, clusters):
-    names = []
-    for name in clusters or []:
-        engine.validate_cluster_name(name)
-        if name not in names:
-            names.append(name)
-    if not names:
-        raise FleetError("clusters is empty: name at least one member cluster")
-    return names
 
 
 def _write(hub, engine, obj, labels, annotations, purge, check_mode):
@@ -78,7 +67,7 @@ def apply(hub, engine_name, clusters, labels=None, annotations=None, purge=False
     V(fail) fails the task before any write when a cluster is not registered; V(skip) leaves it out (reported as such).
     """
     engine = engines.get(engine_name)
-    names = _names(engine, clusters)
+    names = fleet.cluster_names(engine, clusters)
     labels, annotations = fleet_labels.validate(labels, annotations)
     kind = engine.member_kind
     found, errors = work.fan_out(lambda c: resources.get(hub, kind, c), names)
