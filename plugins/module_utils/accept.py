@@ -33,14 +33,6 @@ APPROVED_REASON = "MulticlusterFleetApproved"
 DENIED_REASON = "MulticlusterFleetDenied"
 
 
-def check_cluster_names(engine, clusters):
-    """FleetError unless every name can be a member cluster of ``engine`` (DNS-1123 label, length)."""
-    if not clusters:
-        raise FleetError("clusters is empty: name the member clusters to accept")
-    for name in clusters:
-        fleet.validate_cluster_name(engine, name)
-
-
 def _age(csr):
     """Sort key putting newer CSRs last: creation time, then the resourceVersion within the same second."""
     metadata = csr.get("metadata") or {}
@@ -304,8 +296,7 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=Fals
     someone else before).
     """
     engine = engines.get(engine)
-    check_cluster_names(engine, clusters)
-    clusters = list(dict.fromkeys(clusters))
+    clusters = fleet.cluster_names(engine, clusters)
     earlier = {} if expect_new_csr else None
     if wait:
         plans = _wait(hub, engine, clusters, requesters, timeout, earlier, interval)

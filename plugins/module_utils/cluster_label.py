@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module cluster_label: labels and annotations on the hub objects of many member clusters in one task.
 
-Every cluster is read first (in parallel); an unregistered one, or one being deleted, fails the task before anything
-is written. Each write is one JSON merge patch of ``metadata`` (:func:`labels.plan`), guarded by the
+Every cluster is read first (in parallel, :func:`fleet.read_members`); an unregistered one (unless skipped), or one
+being deleted, fails the task before anything is written. Each write is one JSON merge patch of ``metadata`` (:func:`labels.plan`), guarded by the
 ``resourceVersion`` it was planned from and planned again on a conflict; in check mode the hub's dry run answers.
 """
 
@@ -12,11 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, labels as fleet_labels, resources, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, labels as fleet_labels, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-
-UNREGISTERED = ("fail", "skip")
 
 
 def _write(hub, engine, obj, labels, annotations, purge, check_mode):
@@ -69,19 +67,9 @@ def apply(hub, engine_name, clusters, labels=None, annotations=None, purge=False
     engine = engines.get(engine_name)
     names = fleet.cluster_names(engine, clusters)
     labels, annotations = fleet_labels.validate(labels, annotations)
-    kind = engine.member_kind
-    found, errors = work.fan_out(lambda c: resources.get(hub, kind, c), names)
-    problems = ["cluster '%s': %s" % (c, errors[c]) for c in names if c in errors]
-    problems += ["cluster '%s' is being deleted from the hub" % c for c in names
-                 if (found.get(c) or {}).get("metadata", {}).get("deletionTimestamp")]
-    missing = [c for c in names if c not in errors and found.get(c) is None]
-    if unregistered == "fail":
-        problems += ["cluster '%s' is not registered on the hub (no %s named %s)" % (c, kind.kind, c) for c in missing]
-    if problems:
-        raise FleetError("%s: cannot label every cluster, nothing was written: %s" % (hub.label, "; ".join(problems)),
-                         changed=False)
-    targets = [c for c in names if c not in missing]
-    outcomes, errors = work.fan_out(lambda c: _write(hub, engine, found[c], labels, annotations, purge, check_mode), targets)
+    found = fleet.read_members(hub, engine, names, unregistered, "label")
+    targets = [c for c in names if c in found]
+    outcomes, errors = fleet.fan_out(lambda c: _write(hub, engine, found[c], labels, annotations, purge, check_mode), targets)
     results = dict((c, summarize(outcomes.get(c))) for c in names if c not in errors)
     if errors:
         raise FleetError("%s: labelling failed on %d of %d clusters: %s" % (

@@ -209,8 +209,14 @@ def present(hub, engine, params, check_mode=False):
     desired = build(name, params.get("selector_type"), params.get("label_selector"), existing)
     managed_clusters = resources.list_objects(hub, ocm.MANAGED_CLUSTER)
     existing_sets = set(s["metadata"]["name"] for s in resources.list_objects(hub, ocm.MANAGED_CLUSTER_SET))
-    labels = plan_membership(name, desired["spec"]["clusterSelector"]["selectorType"], params.get("clusters"),
-                             params.get("remove_clusters"), params.get("move"), managed_clusters, existing_sets)
+    clusters, remove = params.get("clusters") or [], params.get("remove_clusters") or []
+    unregistered = []
+    if params.get("unregistered") == "skip":
+        registered = set(c["metadata"]["name"] for c in managed_clusters)
+        unregistered = _unique(c for c in clusters + remove if c not in registered)
+        clusters, remove = [c for c in clusters if c in registered], [c for c in remove if c in registered]
+    labels = plan_membership(name, desired["spec"]["clusterSelector"]["selectorType"], clusters, remove,
+                             params.get("move"), managed_clusters, existing_sets)
     for namespace in bind:
         placement.check_namespace(hub, namespace)
     bound = set(b["metadata"]["namespace"] for b in bindings_of(hub, name)) if existing else set()
@@ -228,8 +234,10 @@ def present(hub, engine, params, check_mode=False):
     except FleetError as exc:
         raise resources.failed_after(exc, [o.summary() for o in outcomes if o.changed], "written")
     after = set_outcome.after
-    return _result(set_outcome.action, outcomes, after, members(after, relabelled(managed_clusters, labels)),
-                   sorted((bound | set(bind)) - set(unbind)))
+    result = _result(set_outcome.action, outcomes, after, members(after, relabelled(managed_clusters, labels)),
+                     sorted((bound | set(bind)) - set(unbind)))
+    result["clusters_unregistered"] = unregistered
+    return result
 
 
 def absent(hub, engine, name, force=False, check_mode=False):

@@ -7,8 +7,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from concurrent.futures import ThreadPoolExecutor
+
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
+
+# Parallel requests per task (fan_out); matches the per-host connection pool of client.Cluster.
+WORKERS = 4
+# What a module acting on many clusters does with one the hub does not have (read_members).
+UNREGISTERED = ("fail", "skip")
 
 
 def cluster_id(member):
@@ -61,6 +68,46 @@ def cluster_names(engine, names):
     if not clusters:
         raise FleetError("clusters is empty: name at least one member cluster")
     return clusters
+
+
+def fan_out(task, clusters):
+    """Run ``task(cluster)`` for every cluster on a bounded pool; ``({cluster: result}, {cluster: error})``.
+
+    A :class:`FleetError` of one cluster does not stop the others; its message is collected.
+    """
+    results, errors = {}, {}
+    with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(clusters)))) as pool:
+        futures = [(cluster, pool.submit(task, cluster)) for cluster in clusters]
+        for cluster, future in futures:
+            try:
+                results[cluster] = future.result()
+            except FleetError as exc:
+                errors[cluster] = exc.msg
+    return results, errors
+
+
+def read_members(hub, engine, clusters, unregistered="fail", purpose="write to"):
+    """The hub objects of ``clusters`` (names from :func:`cluster_names`), read in parallel before a task writes them.
+
+    ``{cluster: object}`` of the clusters the hub has. One FleetError (``changed`` false, naming every cluster
+    concerned) when a read fails, a cluster is being deleted, or, with ``unregistered`` V(fail), a cluster is not
+    registered; with V(skip) the task goes on without the missing ones (a check-mode run that only plans their
+    registration).
+    """
+    engine = engines.get(engine)
+    kind = engine.member_kind
+    found, errors = fan_out(lambda c: resources.get(hub, kind, c), clusters)
+    missing = [c for c in clusters if c not in errors and found.get(c) is None]
+    deleting = [c for c in clusters if (found.get(c) or {}).get("metadata", {}).get("deletionTimestamp")]
+    problems = dict((c, "cluster '%s': %s" % (c, errors[c])) for c in errors)
+    problems.update((c, "cluster '%s' is being deleted from the hub" % c) for c in deleting)
+    if unregistered == "fail":
+        problems.update((c, "cluster '%s' is not registered on the hub (no %s named %s)" % (c, kind.kind, c)) for c in missing)
+    if problems:
+        raise FleetError("%s: cannot %s every cluster, nothing was written: %s"
+                         % (hub.label, purpose, "; ".join(problems[c] for c in clusters if c in problems)),
+                         changed=False, clusters_failed=sorted(problems))
+    return dict((c, obj) for c, obj in found.items() if obj is not None)
 
 
 def member_kind(engine):

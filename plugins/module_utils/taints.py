@@ -10,7 +10,7 @@ changed or removed: every other taint - set by people, other tools or the engine
 is, and a taint that is already there keeps its ``timeAdded``.
 
 :func:`plan` checks the whole input before anything is read; :func:`apply` then reads every cluster (failing, before
-any write, when one is not registered) and writes the ones whose taints change, in parallel.
+any write, when one is not registered, unless told to skip it) and writes the ones whose taints change, in parallel.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +23,6 @@ import re
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.work import fan_out
 
 # Kubernetes' qualified names and label values (apimachinery validation.IsQualifiedName, IsValidLabelValue).
 NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -169,25 +168,22 @@ def _diff(outcome, cluster):
             "before_header": header, "after_header": header}
 
 
-def apply(hub, engine, clusters, taints=None, state="present", cordon=None, check_mode=False):
-    """The module: check the input and that every cluster is registered, then write the taints that change."""
+def apply(hub, engine, clusters, taints=None, state="present", cordon=None, unregistered="fail", check_mode=False):
+    """The module: check the input and read every cluster (:func:`fleet.read_members`), then write the taints that
+    change. ``unregistered`` V(skip) leaves out the clusters the hub does not have, reported with action
+    V(unregistered)."""
     engine = engines.get(engine)
     add, remove = plan(engine, taints, state, cordon)
     clusters = fleet.cluster_names(engine, clusters)
-    kind = engine.member_kind
-    found, errors = fan_out(lambda c: resources.get(hub, kind, c), clusters)
-    missing = [c for c in clusters if c not in errors and found.get(c) is None]
-    if missing or errors:
-        problems = ["cluster '%s' is not registered on the hub (no %s of that name)" % (c, kind.kind) for c in missing]
-        problems += ["cluster '%s': %s" % (c, errors[c]) for c in clusters if c in errors]
-        raise FleetError("%s: nothing was written: %s" % (hub.label, "; ".join(problems)), changed=False,
-                         clusters_failed=sorted(missing + list(errors)))
-    outcomes, errors = fan_out(lambda c: _write(hub, engine, c, found[c], add, remove, check_mode), clusters)
+    found = fleet.read_members(hub, engine, clusters, unregistered, "taint")
+    targets = [c for c in clusters if c in found]
+    outcomes, errors = fleet.fan_out(lambda c: _write(hub, engine, c, found[c], add, remove, check_mode), targets)
     changed = any(o.changed for o in outcomes.values())
     results = dict((c, summarize(engine, o.before, o.after, o.action)) for c, o in outcomes.items())
+    results.update((c, summarize(engine, None, None, "unregistered")) for c in clusters if c not in found)
     if errors:
         raise FleetError("writing the taints failed on %d of %d clusters: %s" % (
-            len(errors), len(clusters), "; ".join("cluster '%s': %s" % item for item in sorted(errors.items()))),
+            len(errors), len(targets), "; ".join("cluster '%s': %s" % item for item in sorted(errors.items()))),
             changed=changed and not check_mode, clusters=results, clusters_failed=sorted(errors))
     return {"changed": changed, "clusters": results,
-            "diff": [_diff(outcomes[c], c) for c in clusters if outcomes[c].changed]}
+            "diff": [_diff(outcomes[c], c) for c in targets if outcomes[c].changed]}

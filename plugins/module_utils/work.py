@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, karmada, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
@@ -34,8 +33,6 @@ try:
 except ImportError:  # pragma: no cover - the client reports the missing library first
     yaml = None
 
-# Parallel requests per task; matches the per-host connection pool of client.Cluster.
-WORKERS = 4
 # How many pending clusters a wait message names before it summarizes the rest.
 PENDING_SHOWN = 10
 APPLIED = "Applied"
@@ -503,22 +500,6 @@ def _current(existing, body):
     return resources.contains(existing, wanted) and set(finalizers) <= set(existing["metadata"].get("finalizers") or [])
 
 
-def fan_out(task, clusters):
-    """Run ``task(cluster)`` for every cluster on a bounded pool; ``({cluster: result}, {cluster: error})``.
-
-    A :class:`FleetError` of one cluster does not stop the others; its message is collected.
-    """
-    results, errors = {}, {}
-    with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(clusters)))) as pool:
-        futures = [(cluster, pool.submit(task, cluster)) for cluster in clusters]
-        for cluster, future in futures:
-            try:
-                results[cluster] = future.result()
-            except FleetError as exc:
-                errors[cluster] = exc.msg
-    return results, errors
-
-
 def check_clusters(hub, engine, clusters):
     """Fail unless every cluster is registered (and accepted, for OCM) and has its namespace on the hub."""
     member_kind = fleet.member_kind(engine.name)
@@ -539,7 +520,7 @@ def check_clusters(hub, engine, clusters):
             return "has its namespace %s on the hub being deleted (is the cluster being removed?)" % namespace
         return None
 
-    found, errors = fan_out(problem, clusters)
+    found, errors = fleet.fan_out(problem, clusters)
     problems = ["cluster '%s' %s" % (c, found[c]) for c in clusters if found.get(c)]
     problems += ["cluster '%s': %s" % (c, errors[c]) for c in clusters if c in errors]
     if problems:
@@ -666,7 +647,7 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
     manifests = validate_manifests(manifests)
     desired = dict((c, desired_work(engine, name, c, manifests, options)) for c in clusters)
     check_clusters(hub, engine, clusters)
-    outcomes, errors = fan_out(lambda c: ensure_work(hub, engine.kind, desired[c], check_mode), clusters)
+    outcomes, errors = fleet.fan_out(lambda c: ensure_work(hub, engine.kind, desired[c], check_mode), clusters)
     if errors:
         raise _failure(engine, "writing %s %s" % (engine.kind.kind, name), outcomes, errors, check_mode)
     works = dict((c, o.after) for c, o in outcomes.items())
@@ -696,7 +677,7 @@ def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_
             return resources.Outcome(kind, name, namespace, "unchanged", existing, existing)
         return resources.delete(hub, kind, name, namespace, check_mode=check_mode)
 
-    outcomes, errors = fan_out(delete, clusters)
+    outcomes, errors = fleet.fan_out(delete, clusters)
     if errors:
         raise _failure(engine, "deleting %s %s" % (kind.kind, name), outcomes, errors, check_mode)
     changed = any(o.changed for o in outcomes.values())

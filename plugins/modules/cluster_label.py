@@ -167,7 +167,7 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines, fleet
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -185,7 +185,7 @@ def module_spec():
         labels=dict(type="dict"),
         annotations=dict(type="dict"),
         purge=dict(type="bool", default=False),
-        unregistered=dict(type="str", choices=list(cluster_label.UNREGISTERED), default="fail"),
+        unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
     ))
 
 

@@ -23,8 +23,8 @@ description:
   - A namespace uses a set through a C(ManagedClusterSetBinding) named after the set; the Placements of the namespace
     (M(multicluster.fleet.placement)) select from the sets bound to it. O(bind_namespaces) and O(unbind_namespaces)
     create and delete those bindings.
-  - Every option is checked - the set name, that the clusters are registered, that the namespaces exist, that no
-    cluster would leave another exclusive set without O(move) - before anything is written.
+  - Every option is checked - the set name, that the clusters are registered (see O(unregistered)), that the namespaces
+    exist, that no cluster would leave another exclusive set without O(move) - before anything is written.
   - Cluster sets are an OCM concept; with O(engine=karmada) the module fails (Karmada selects clusters by their labels
     in a PropagationPolicy).
 author:
@@ -110,6 +110,15 @@ options:
         clusters.
     type: list
     elements: str
+  unregistered:
+    description:
+      - What to do when a cluster of O(clusters) or O(remove_clusters) is not registered on the hub.
+      - V(fail) fails the task before anything is written, naming the clusters.
+      - V(skip) leaves them out and lists them in RV(clusters_unregistered) (for example in a check-mode run that only
+        plans their registration).
+    type: str
+    choices: [fail, skip]
+    default: fail
   force:
     description:
       - With O(state=absent), delete the set although namespaces are bound to it or Placements use it; its bindings are
@@ -208,6 +217,13 @@ clusters:
   type: list
   elements: str
   sample: [cluster1, cluster2]
+clusters_unregistered:
+  description: The clusters of O(clusters) and O(remove_clusters) left out because the hub does not have them, sorted
+    (with O(unregistered=skip)).
+  returned: state=present
+  type: list
+  elements: str
+  sample: []
 bound_namespaces:
   description: The namespaces with a ManagedClusterSetBinding to the set, sorted, as the task leaves them.
   returned: always
@@ -226,7 +242,7 @@ objects:
   sample: ["ManagedClusterSet/prod: created", "ManagedCluster/cluster1: updated", "ManagedClusterSetBinding/apps/prod: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, placement
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, fleet, placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
@@ -253,6 +269,7 @@ def module_spec():
             move=dict(type="bool", default=False),
             bind_namespaces=dict(type="list", elements="str"),
             unbind_namespaces=dict(type="list", elements="str"),
+            unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
             force=dict(type="bool", default=False),
         ),
     )

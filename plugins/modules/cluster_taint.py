@@ -26,8 +26,8 @@ description:
     key and effect gets the value the task gives - and keeps every other taint as it is, whoever set it. A taint added
     gets C(timeAdded), the time of the task; a taint already there keeps its own.
   - Before reading any cluster, the module checks every taint (the key a qualified name, the value a label value, the
-    effect one of the engine's); before writing anything, that every cluster is registered on the hub. The errors name
-    the value or the clusters.
+    effect one of the engine's); before writing anything, that every cluster is registered on the hub (see
+    O(unregistered)). The errors name the value or the clusters.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -73,6 +73,15 @@ options:
       - V(true) cordons the clusters (adds the engine's cordon taint), V(false) uncordons them (removes it); unset
         leaves the cordon as it is.
     type: bool
+  unregistered:
+    description:
+      - What to do when a cluster of O(clusters) is not registered on the hub.
+      - V(fail) fails the task before anything is written, naming the clusters.
+      - V(skip) taints the others and reports the missing ones in RV(clusters) with action V(unregistered) (for example
+        in a check-mode run that only plans the registration).
+    type: str
+    choices: [fail, skip]
+    default: fail
 extends_documentation_fragment:
   - multicluster.fleet.engine
   - multicluster.fleet.auth
@@ -141,7 +150,7 @@ clusters:
   type: dict
   contains:
     action:
-      description: V(updated) or V(unchanged).
+      description: V(updated), V(unchanged), or V(unregistered) (with O(unregistered=skip)).
       type: str
       sample: updated
     taints:
@@ -177,7 +186,7 @@ diff:
   elements: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import taints
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, taints
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
@@ -185,7 +194,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 def run(module):
     params = module.params
     return taints.apply(module.cluster(), params["engine"], params["clusters"], params["taints"], params["state"],
-                        params["cordon"], check_mode=module.check_mode)
+                        params["cordon"], params["unregistered"], module.check_mode)
 
 
 def module_spec():
@@ -201,6 +210,7 @@ def module_spec():
             )),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             cordon=dict(type="bool"),
+            unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
         ),
         required_one_of=[("taints", "cordon")],
     )

@@ -67,6 +67,11 @@ def check_play(lab, name, inventory, diff=False, **extra_vars):
     return done, recap
 
 
+def ran(task, host, stdout):
+    """Whether ``task`` ran for ``host`` (ok or changed; not skipped, not failed) in a playbook's output."""
+    return re.search(r"TASK \[%s\][^\n]*\n(?:(?!TASK \[)[^\n]*\n)*?(ok|changed): \[%s\]" % (re.escape(task), host), stdout)
+
+
 def detach_with_member1_held(lab, inventory, path, task):
     """detach.yml for member1 with fleet_wait_timeout=3 while its cluster object on the hub (``path``) has a finalizer
     nobody removes: the member fails in ``task`` after 3 s, rescued; the hub is left set up. Return the failure the
@@ -239,10 +244,13 @@ class TestKarmada:
     # member's CSR with csr_accept while the member waits for its certificate.
     def test_check_mode_on_the_starting_state_writes_nothing(self, lab, simulations, starting_state, tmp_path_factory):
         assert changes(starting_state, snapshot(lab)) == {}
-        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada")
+        # member2's taints: their task runs for a member the hub does not have yet, which it skips (unregistered: skip).
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada", member_vars={
+            "member2": {"taints": [{"key": "example.com/maintenance", "value": "planned", "effect": "NoSchedule"}]}})
         done, recap = check_play(lab, "site.yml", inventory, hub_init_csr_auto_approval=False)
         # It would create the hub's namespace, RBAC and join token, join member1 and register member2 ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
+        assert ran("Taint the member as the inventory says", "member2", done.stdout), done.stdout[-4000:]
         # ... but cannot preview member2's registration before the hub has a join token, and says so (as a change).
         assert re.search(r"changed: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
         assert changes(starting_state, snapshot(lab)) == {}
@@ -378,10 +386,14 @@ class TestKarmada:
 class TestOcm:
     def test_check_mode_on_the_starting_state_writes_nothing(self, lab, simulations, starting_state, tmp_path_factory):
         assert changes(starting_state, snapshot(lab)) == {}
-        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm")
+        # member1's taints and cluster set: their tasks run for a member the hub does not have yet, which they skip.
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm", member_vars={"member1": {
+            "taints": [{"key": "example.com/maintenance", "value": "planned", "effect": "NoSelect"}], "cluster_set": "planned"}})
         done, recap = check_play(lab, "site.yml", inventory)
         # It would install the cluster manager and the klusterlets ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
+        for task in ("Taint the member as the inventory says", "Put the member in its cluster set"):
+            assert ran(task, "member1", done.stdout), done.stdout[-4000:]
         # ... but cannot preview the joins before the hub has a join token, and says so ...
         for member in ("member1", "member2"):
             assert re.search(r"changed: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \

@@ -118,6 +118,15 @@ class TestMembership:
 
 
 class TestPresent:
+    def test_unregistered_clusters_fail_or_are_skipped(self, hub):
+        with pytest.raises(FleetError, match="cluster\\(s\\) nowhere not registered"):
+            cluster_set.present(hub, "ocm", params(clusters=["c1", "nowhere"]))
+        assert writes(hub) == []
+        done = cluster_set.present(hub, "ocm", params(clusters=["c1", "nowhere"], remove_clusters=["gone"], unregistered="skip"))
+        assert (done["clusters"], done["clusters_unregistered"]) == (["c1"], ["gone", "nowhere"])
+        again = cluster_set.present(hub, "ocm", params(clusters=["c1"]))
+        assert (again["changed"], again["clusters_unregistered"]) == (False, [])
+
     def test_create_with_members_and_binding_then_rerun_unchanged(self, hub):
         first = cluster_set.present(hub, "ocm", params(clusters=["c1", "c2"], bind_namespaces=["apps"]))
         assert (first["changed"], first["action"], first["clusters"], first["bound_namespaces"]) == (

@@ -102,6 +102,39 @@ def test_cluster_names_are_checked_before_any_request(fake_cluster, engine, name
     fleet.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
 
 
+def test_fan_out_collects_errors():
+    def task(cluster):
+        if cluster == "bad":
+            raise FleetError("broken " + cluster)
+        return cluster.upper()
+    assert fleet.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
+
+
+class TestReadMembers:
+    @pytest.fixture
+    def hub(self, fake_cluster):
+        fake_cluster.add(CLUSTER, {"metadata": {"name": "m1"}})
+        fake_cluster.add(CLUSTER, {"metadata": {"name": "m2", "deletionTimestamp": "2026-12-04T10:00:00Z"}})
+        return fake_cluster
+
+    def test_registered_clusters_by_name(self, hub):
+        found = fleet.read_members(hub, "karmada", ["m1"])
+        assert list(found) == ["m1"] and found["m1"]["metadata"]["name"] == "m1"
+
+    def test_every_problem_named_in_one_error(self, hub):
+        with pytest.raises(FleetError) as caught:
+            fleet.read_members(hub, "karmada", ["m9", "m1", "m2"], purpose="taint")
+        assert caught.value.msg == ("cluster 'hub' (https://fake): cannot taint every cluster, nothing was written: "
+                                    "cluster 'm9' is not registered on the hub (no Cluster named m9); "
+                                    "cluster 'm2' is being deleted from the hub")
+        assert caught.value.details == {"changed": False, "clusters_failed": ["m2", "m9"]}
+
+    def test_skip_leaves_out_the_unregistered_but_not_one_being_deleted(self, hub):
+        assert list(fleet.read_members(hub, "karmada", ["m9", "m1"], unregistered="skip")) == ["m1"]
+        with pytest.raises(FleetError, match="cluster 'm2' is being deleted from the hub$"):
+            fleet.read_members(hub, "karmada", ["m9", "m2"], unregistered="skip")
+
+
 def ready(name, status="True", condition="Ready"):
     return {"metadata": {"name": name, "labels": {"env": "prod"}}, "spec": {"syncMode": "Pull"},
             "status": {"conditions": [{"type": condition, "status": status, "reason": "R", "message": "m"}]}}

@@ -137,9 +137,17 @@ def test_conflict_is_retried_on_what_is_there_now(hub):
 def test_unregistered_cluster_fails_before_any_write(hub):
     with pytest.raises(FleetError) as error:
         taints.apply(hub, "karmada", ["m1", "ghost"], cordon=True)
-    assert "nothing was written: cluster 'ghost' is not registered on the hub (no Cluster of that name)" in error.value.msg
+    assert "cannot taint every cluster, nothing was written: cluster 'ghost' is not registered on the hub (no Cluster named ghost)" \
+        in error.value.msg
     assert error.value.details["clusters_failed"] == ["ghost"]
     assert not [c for c in hub.calls if c[0] == "PATCH"]
+
+
+def test_unregistered_cluster_skipped_when_asked(hub):
+    done = taints.apply(hub, "karmada", ["m1", "ghost"], cordon=True, unregistered="skip")
+    assert done["clusters"]["ghost"] == {"action": "unregistered", "taints": [], "cordoned": False, "added": [], "removed": []}
+    assert done["clusters"]["m1"]["cordoned"] is True and done["changed"] is True
+    assert [c[1] for c in hub.calls if c[0] == "PATCH"] == [CLUSTER.path(name="m1")]
 
 
 def test_ocm_taints_on_managed_clusters(fake_cluster):

@@ -406,13 +406,6 @@ class TestWait:
 
 
 class TestFanOutAndChecks:
-    def test_fan_out_collects_errors(self):
-        def task(cluster):
-            if cluster == "bad":
-                raise FleetError("broken " + cluster)
-            return cluster.upper()
-        assert work.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
-
     def test_check_clusters_reports_every_problem(self, hub):
         register(hub, "ocm", "ok")
         register(hub, "ocm", "pending", accepted=False)
