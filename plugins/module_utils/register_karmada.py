@@ -433,7 +433,7 @@ class KarmadaRegistration(Registrar):
         """
         member, hub, reg = self.member, self.hub, self.reg
         waits = reg.wait and not self.check_mode
-        if not (reg.deploy_agent or hub):
+        if not (reg.deploy_agent or reg.wait and hub):
             return registered
         report = self.start()
         try:
@@ -448,7 +448,7 @@ class KarmadaRegistration(Registrar):
                     report.add(member, outcome)
             if waits and hub:
                 fleet.wait_for_clusters(hub, reg.engine, reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
-            if hub:
+            if reg.wait and hub:  # the run that waits for the Cluster marks it (in check mode: would mark it)
                 self._mark(hub, registered.get("cluster_id"))
         except FleetError as exc:
             raise failed_after(exc, registered, report)
