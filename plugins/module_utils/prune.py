@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, join, karmada, register_karmada, \
+from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, join, karmada, register_karmada, \
     register_ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.diagnose import parse_time
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -154,6 +154,13 @@ def _remove_ocm(hub, engine, obj, params, check_mode, warn):
 REMOVALS = {"karmada": _remove_karmada, "ocm": _remove_ocm}
 
 
+def _remove_csrs(hub, engine, name, check_mode):
+    """Delete the certificate requests of ``name``'s agent (:func:`diagnose.agent_csrs`): a pending one would otherwise
+    wait to be approved for a cluster that is gone. The ``changes`` lines."""
+    return ["hub %s" % resources.delete(hub, resources.CSR, csr["name"], check_mode=check_mode).summary()
+            for csr in diagnose.agent_csrs(hub, engine, name)]
+
+
 def validate(engine, params):
     """FleetError for a bad option, before any request."""
     for name in params.get("listed") or []:
@@ -195,6 +202,7 @@ def prune(hub, engine, params, check_mode=False, now=None):
             continue
         try:
             done = REMOVALS[engine.name](hub, engine, obj, params, check_mode, warnings.append)
+            done["changes"] += _remove_csrs(hub, engine, decision["name"], check_mode)
         except FleetError as exc:
             decision.update(action="failed", error=exc.msg)
             failed.append(decision["name"])

@@ -26,7 +26,8 @@ description:
     the Cluster and its credential Secrets; Karmada Pull (C(karmadactl unregister)) - the Works in
     C(karmada-es-<cluster>), the Cluster, the agent's RBAC and that namespace; OCM (C(clusteradm unjoin)) - the
     ManagedCluster, after which the hub's registration controller removes the cluster's namespace objects, RBAC and
-    Lease. Whatever the member holds (its agent, the Push ServiceAccounts) stays there.
+    Lease. Then, for every engine, the certificate signing requests of the cluster's agent. Whatever the member holds
+    (its agent, the Push ServiceAccounts) stays there.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -80,7 +81,8 @@ attributes:
     support: full
 notes:
   - At least one of O(listed) and O(unreachable_after) is required.
-  - The hub credentials need C(list) of the engine's clusters, C(get) of Leases and C(delete) of what removal deletes.
+  - The hub credentials need C(list) of the engine's clusters and of CSRs, C(get) of Leases and C(delete) of what removal
+    deletes.
   - Playbook C(multicluster.fleet.prune) (C(playbooks/prune.yml)) lists the candidates first and removes them only
     when asked to.
 seealso:

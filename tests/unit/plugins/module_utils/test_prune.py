@@ -7,6 +7,7 @@ import pytest
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, prune
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR
 
 NOW = datetime.datetime(2026, 12, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 HOUR_AGO = "2026-12-04T11:00:00Z"
@@ -128,6 +129,27 @@ def test_prune_removes_an_ocm_cluster_whose_lease_ran_out(fake_cluster):
     hub.add(LEASE, {"metadata": {"name": ocm.CLUSTER_LEASE, "namespace": "member2"}, "spec": {"renewTime": HOUR_AGO}})
     done = prune.prune(hub, "ocm", dict(PARAMS, listed=None, unreachable_after=600), now=NOW)
     assert done["removed"] == ["member2"] and done["clusters"][0]["reasons"] == ["unreachable"]
+
+
+def test_prune_removes_a_pull_member_with_its_works_rbac_and_csrs(fake_cluster):
+    hub = fake_cluster
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
+                              "spec": {"syncMode": "Pull", "id": "id"}})
+    hub.add(LEASE, {"metadata": {"name": "member2", "namespace": "karmada-cluster"},
+                    "spec": {"renewTime": HOUR_AGO, "leaseDurationSeconds": 40}})
+    hub.add(karmada.WORK, {"metadata": {"name": "app", "namespace": "karmada-es-member2"}})
+    hub.add(CSR, {"metadata": {"name": "member2-abcde", "labels": {"karmada.io/system": "true"}}, "spec": {}})
+    hub.add(CSR, {"metadata": {"name": "member1-abcde", "labels": {"karmada.io/system": "true"}}, "spec": {}})
+    for kind, desired in karmada.agent_hub_objects("member2"):
+        hub.add(kind, desired)
+    done = prune.prune(hub, "karmada", dict(PARAMS, listed=None, unreachable_after=600), now=NOW)
+    assert done["removed"] == ["member2"]
+    for line in ("hub Work/karmada-es-member2/app: deleted", "hub Cluster/member2: deleted",
+                 "hub ClusterRole/system:karmada:member2:agent: deleted", "hub Namespace/karmada-es-member2: deleted",
+                 "hub CertificateSigningRequest/member2-abcde: deleted"):
+        assert line in done["changes"], done["changes"]
+    assert hub.request("GET", CSR.path(None, "member1-abcde"))
+    assert not any(path.endswith("/member2") and "clusters" in path for path in hub.objects)
 
 
 def test_bad_options_fail_before_any_request(fake_cluster):
