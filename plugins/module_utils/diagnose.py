@@ -102,7 +102,7 @@ def _certificates(pem, what):
         return []
 
 
-def _agent_csrs(hub, engine, cluster):
+def agent_csrs(hub, engine, cluster):
     """The CSRs of ``cluster``'s agent (name, state, created), oldest first."""
     found = []
     for item in resources.list_objects(hub, resources.CSR, label_selector=engine.csr_selector([cluster])):
@@ -137,7 +137,7 @@ def read_hub(hub, engine, cluster):
     obj = resources.get(hub, engine.member_kind, cluster)
     facts = {"cluster": cluster, "engine": engine.name, "object": engine.member_kind.ref(cluster), "present": obj is not None,
              "push": engine.is_push(obj), "ready": None, "ready_condition": None, "lease": None,
-             "csrs": _agent_csrs(hub, engine, cluster), "denied_access": [], "agent_user": None, "namespace": None,
+             "csrs": agent_csrs(hub, engine, cluster), "denied_access": [], "agent_user": None, "namespace": None,
              "terminating_works": []}
     if obj is not None:
         condition = resources.condition(obj, engine.ready_condition["type"]) or {}

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
 from ansible_collections.multicluster.fleet.plugins.module_utils import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_ID_ANNOTATION
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
@@ -443,4 +444,4 @@ def push_cluster(name, cluster_id, api_endpoint, namespace, insecure_skip_tls_ve
     for key, value in (("proxyURL", proxy_url), ("provider", provider), ("region", region), ("zones", zones)):
         if value is not None:
             spec[key] = value or None
-    return {"metadata": {"name": name}, "spec": spec}
+    return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}, "spec": spec}

@@ -52,6 +52,8 @@ BOOTSTRAP_SERVICE_ACCOUNT_USER = "system:serviceaccount:%s:%s" % (OPERATOR_NAMES
 
 # The member's cluster id (its kube-system UID) on its ManagedCluster, recorded by the collection's acceptance: OCM
 # keeps no cluster id of its own, and one name must stay one cluster.
+# The collection's mark on a member object: the cluster id, recorded when it registers or accepts the cluster (also on
+# Karmada Clusters, karmada.py); what tells a cluster this collection registered from one it did not (prune.py).
 CLUSTER_ID_ANNOTATION = "multicluster.fleet/cluster-id"
 
 # OCM has no cordon of its own: this collection's cordon is a NoSelect taint of its own key in spec.taints, which
@@ -60,7 +62,7 @@ CORDON_TAINT = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
 
 
 def cluster_id_annotation(name, cluster_id):
-    """The merge patch that records ``cluster_id`` on ManagedCluster ``name``."""
+    """The merge patch that records ``cluster_id`` on member object ``name`` (ManagedCluster or Karmada Cluster)."""
     return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}}
 
 

@@ -24,7 +24,7 @@ __metaclass__ = type
 import base64
 import secrets
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, karmada, objects, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, karmada, objects, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -141,6 +141,24 @@ def _refuse_another_karmada_agent(parts, name, doing):
 def _hub_pins(reg, ca_pem):
     """The pins of a stored CA bundle, without the proxy's CA."""
     return [pin for pin in bootstrap.pins_of_bundle(ca_pem) if pin not in reg.proxy_ca_pins]
+
+
+def remove_from_hub(hub, name, delete):
+    """The hub side of unregistering Pull member ``name`` (4.4): its Works and the Cluster, each awaited, then the
+    agent's hub RBAC and its execution namespace; returns that namespace, which terminates afterwards.
+
+    ``delete(cluster, kind, name, namespace=None, wait=False)`` deletes one object (:meth:`Registrar.delete`; prune.py
+    passes one that can release what an agent that never answers would release)."""
+    es_namespace = karmada.execution_namespace(name)
+    for work in resources.list_objects(hub, karmada.WORK, es_namespace):
+        delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, wait=True)
+    delete(hub, karmada.CLUSTER, name, wait=True)
+    for kind, desired in reversed(karmada.agent_hub_objects(name)):
+        metadata = desired["metadata"]
+        if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
+            continue  # shared by every cluster
+        delete(hub, kind, metadata["name"], metadata.get("namespace"))
+    return es_namespace
 
 
 class KarmadaRegistration(Registrar):
@@ -415,7 +433,7 @@ class KarmadaRegistration(Registrar):
         """
         member, hub, reg = self.member, self.hub, self.reg
         waits = reg.wait and not self.check_mode
-        if not (reg.deploy_agent or waits and hub):
+        if not (reg.deploy_agent or reg.wait and hub):
             return registered
         report = self.start()
         try:
@@ -430,9 +448,18 @@ class KarmadaRegistration(Registrar):
                     report.add(member, outcome)
             if waits and hub:
                 fleet.wait_for_clusters(hub, reg.engine, reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+            if reg.wait and hub:  # the run that waits for the Cluster marks it (in check mode: would mark it)
+                self._mark(hub, registered.get("cluster_id"))
         except FleetError as exc:
             raise failed_after(exc, registered, report)
         return merge_written(registered, report)
+
+    def _mark(self, hub, cluster_id):
+        """Record ``cluster_id`` on the Cluster the agent created (ocm.CLUSTER_ID_ANNOTATION, as push join and OCM's accept
+        do), once it is there and is this member's: the mark of a cluster this collection registered (prune.py)."""
+        cluster = resources.get(hub, karmada.CLUSTER, self.reg.cluster_name)
+        if cluster is not None and karmada.recorded_cluster_id(cluster) == cluster_id:
+            self.ensure(hub, karmada.CLUSTER, ocm.cluster_id_annotation(self.reg.cluster_name, cluster_id))
 
     def absent(self):
         """Unregister: Works, Cluster and agent RBAC on the hub (with hub credentials), then the member objects.
@@ -456,16 +483,7 @@ class KarmadaRegistration(Registrar):
                 if reg.engine.is_push(cluster):
                     raise FleetError("cluster %s is registered on the hub in Push mode: remove it with "
                                      "multicluster.fleet.cluster_join (state=absent), not cluster_register" % name)
-                es_namespace = karmada.execution_namespace(name)
-                for work in resources.list_objects(hub, karmada.WORK, es_namespace):
-                    self.delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, wait=True)
-                self.delete(hub, karmada.CLUSTER, name, wait=True)
-                for kind, desired in reversed(karmada.agent_hub_objects(name)):
-                    metadata = desired["metadata"]
-                    if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
-                        continue  # shared by every cluster
-                    self.delete(hub, kind, metadata["name"], metadata.get("namespace"))
-                namespaces.append((hub, es_namespace))
+                namespaces.append((hub, remove_from_hub(hub, name, self.delete)))
             else:
                 report.warnings.append("no hub credentials given: only the member side was removed; the hub still lists "
                                        "cluster %s (pass hub to remove its Cluster, Works and agent RBAC too)" % name)

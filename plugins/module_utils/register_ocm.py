@@ -45,6 +45,13 @@ def _refuse_another_klusterlet(runtime, placement, name, doing):
     return registered_as
 
 
+def remove_from_hub(hub, name, delete):
+    """The hub side of unjoining ``name`` (4.6): its ManagedCluster, awaited; the hub's registration controller removes
+    the cluster's RBAC, Lease and works before it lets the object go. ``delete`` as in
+    :func:`register_karmada.remove_from_hub`."""
+    delete(hub, ocm.MANAGED_CLUSTER, name, wait=True)
+
+
 class OcmRegistration(Registrar):
     """Join (:meth:`present`, then :meth:`accept`) or unjoin (:meth:`absent`) a member; the klusterlet runs on
     ``runtime``: the member, or in Hosted modes the hosting cluster."""
@@ -249,7 +256,7 @@ class OcmRegistration(Registrar):
                 if placement.hosted:  # created by the join, as the klusterlet's own namespace on the hosting cluster
                     self.delete(runtime, NAMESPACE, placement.agent_namespace, wait=True)
             if hub:
-                self.delete(hub, reg.engine.member_kind, name, wait=True)
+                remove_from_hub(hub, name, self.delete)
             else:
                 report.warnings.append("no hub credentials given: the hub still lists ManagedCluster %s (pass hub to delete "
                                        "it)" % name)

@@ -199,7 +199,8 @@ cluster:
       region: eu-west-1
 cluster_id:
   description:
-    - The member's cluster id (UID of its C(kube-system) namespace).
+    - The member's cluster id (UID of its C(kube-system) namespace), the Cluster's C(spec.id) and its annotation
+      C(multicluster.fleet/cluster-id) (the mark of a cluster this collection registered).
     - With O(state=absent) and no O(member), the id the Cluster recorded; null when there was no Cluster.
   returned: always
   type: str

@@ -93,6 +93,8 @@ MINIMAL = {
     "cluster_set": lambda c: dict(c.hub, engine="ocm", name="bad-input"),
     "cluster_label": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], labels={"env": "prod"}),
     "cluster_taint": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], cordon=True),
+    # a day of silence: nothing on a shared hub is a candidate, should a row pass
+    "cluster_prune": lambda c: dict(c.hub, engine="karmada", unreachable_after=86400),
 }
 # Modules whose credential rows break their second connection (the dict option named here), not the top-level one.
 SECOND_CONNECTION = {"cluster_join": "member"}
@@ -216,6 +218,13 @@ ROWS = [
      ["taints[0] (key k): effect 'Sometimes' is not a karmada taint effect"]),
     ("cluster_taint", "cluster that is not registered", lambda c: {},
      ["nothing was written: cluster 'bad-input' is not registered on the hub"]),
+    ("cluster_prune", "uppercase cluster name in listed", lambda c: dict(listed=["member1", "Member2"]),
+     ["invalid cluster name 'Member2'"]),
+    ("cluster_prune", "negative unreachable_after", lambda c: dict(unreachable_after=-1),
+     ["unreachable_after must not be negative, got -1"]),
+    ("cluster_prune", "wait_sleep of 0", lambda c: dict(wait_sleep=0), ["wait_sleep must be at least 1 second, got 0"]),
+    ("cluster_prune", "neither listed nor unreachable_after", lambda c: dict(unreachable_after=None),
+     ["one of the following is required: listed, unreachable_after"]),
 ]
 
 # Missing or unreadable credentials and an unreachable cluster, for every module: (what, options, fragments).

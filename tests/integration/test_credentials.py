@@ -164,6 +164,13 @@ class TestMemberKubeconfigWithHubCredential:
         result = self.run("cluster_taint", dict(self.member, engine="karmada", clusters=[PREFIX], cordon=True))
         failed_naming(result, self.label, "nothing was written: cluster '%s' is not registered on the hub" % PREFIX)
 
+    def test_cluster_prune(self):
+        # member1 serves no Karmada Cluster: the list fails there, naming member1; the hub would answer (nothing to
+        # prune: no cluster is silent for a day).
+        ok(self.run("cluster_prune", {"engine": "karmada", "unreachable_after": 86400}, check_mode=True))
+        failed_naming(self.run("cluster_prune", dict(self.member, engine="karmada", listed=[PREFIX]), check_mode=True),
+                      self.label + ": GET /apis/cluster.karmada.io/v1alpha1/clusters failed: 404")
+
     def test_cluster_diagnose(self, lab):
         # member1 serves no Karmada Cluster: the cluster is not registered there (the diagnosis only reads).
         diagnosed = ok(self.run("cluster_diagnose", dict(self.member, engine="karmada", clusters=[PREFIX])))
@@ -339,6 +346,7 @@ FAILURE_ARGS = {
     "cluster_set": dict(engine="ocm", name=PREFIX),
     "cluster_taint": dict(engine="karmada", clusters=["edge7"], cordon=True),
     "cluster_diagnose": dict(engine="karmada", clusters=["edge7"]),
+    "cluster_prune": dict(engine="karmada", listed=["edge7"]),
 }
 # How messages call each module's top-level cluster when only its URL is known (client.describe).
 ROLES = {"k8s_objects": "cluster"}
