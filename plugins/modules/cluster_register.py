@@ -205,7 +205,7 @@ options:
       - The agent reads its certificate only when it starts, so the Deployment's pod template carries the certificate's
         SHA-256 fingerprint (annotation C(multicluster.fleet/agent-certificate-sha256)) - a run that stores a new
         certificate rolls the agent, which then uses it. Likewise annotation C(multicluster.fleet/agent-hub-sha256), the
-        fingerprint of the hub URL, proxy and CA bundle of its kubeconfig: a run that rewrites the kubeconfig for a hub
+        fingerprint of the hub URL, proxy and CA bundle of its kubeconfig - a run that rewrites the kubeconfig for a hub
         that moved or has a new CA rolls the agent too.
       - Every object is sent as a server-side dry run before the first is written; check mode does only that.
       - O(state=absent) removes these objects whether or not this is set.
