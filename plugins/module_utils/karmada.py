@@ -8,12 +8,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import hashlib
 import re
 from urllib.parse import urlsplit
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
-from ansible_collections.multicluster.fleet.plugins.module_utils import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_ID_ANNOTATION
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
@@ -150,12 +151,21 @@ DEFAULT_AGENT_IMAGE = "docker.io/karmada/karmada-agent:v1.18.2"
 CERT_ROTATION_CONTROLLER = "certRotation"
 CERT_ROTATION_CHECKING_INTERVAL = "5m"
 CERT_ROTATION_REMAINING_TIME_THRESHOLD = 0.2
-# The pod-template annotation with the agent certificate's fingerprint: a new certificate rolls the agent.
+# The pod-template annotations with the fingerprints of what the agent reads only at start, from its kubeconfig: its
+# certificate, and the hub it reaches (URL, proxy, CA bundle). A new certificate or a moved hub rolls the agent.
 CERTIFICATE_ANNOTATION = "multicluster.fleet/agent-certificate-sha256"
+HUB_ANNOTATION = "multicluster.fleet/agent-hub-sha256"
+
+
+def hub_fingerprint(server, ca_pem, proxy_url=None):
+    """SHA-256 (lowercase hex) of how an agent kubeconfig reaches the hub: its URL, ``proxy-url`` and the pins of its CA
+    bundle (:data:`HUB_ANNOTATION`)."""
+    text = "\n".join([server or "", proxy_url or ""] + sorted(bootstrap.pins_of_bundle(ca_pem)))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replicas=1, provider="", region="", zones=(),
-                  proxy_server_address=None, cert_rotation=None, certificate_sha256=None):
+                  proxy_server_address=None, cert_rotation=None, certificate_sha256=None, hub_sha256=None):
     """The karmada-agent as ``karmadactl register`` deploys it, as manifests in the order they are applied.
 
     Namespace ``karmada-system``, ServiceAccount ``karmada-agent-sa``, ClusterRole and ClusterRoleBinding
@@ -164,7 +174,9 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
 
     ``cert_rotation``, a ``(checking interval, remaining time threshold)`` pair, turns on the agent's certificate
     rotation as ``karmadactl register --enable-cert-rotation`` does; ``certificate_sha256``, the fingerprint of the
-    agent's certificate, is a pod-template annotation (:data:`CERTIFICATE_ANNOTATION`), so a new one rolls the agent.
+    agent's certificate, is a pod-template annotation (:data:`CERTIFICATE_ANNOTATION`), so a new one rolls the agent; so is
+    ``hub_sha256`` (:data:`HUB_ANNOTATION`, :func:`hub_fingerprint`), so a kubeconfig rewritten for a moved hub or a new
+    hub CA rolls it too (the agent reads its kubeconfig only at start).
     """
     labels = dict(SYSTEM_LABELS)
     meta = {"name": AGENT_NAME, "labels": labels}
@@ -172,8 +184,10 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
     rotation = ["--cert-rotation-checking-interval=%s" % cert_rotation[0],
                 "--cert-rotation-remaining-time-threshold=%s" % cert_rotation[1]] if cert_rotation else []
     template_meta = {"labels": {"app": AGENT_NAME}}
-    if certificate_sha256:
-        template_meta["annotations"] = {CERTIFICATE_ANNOTATION: certificate_sha256}
+    fingerprints = ((CERTIFICATE_ANNOTATION, certificate_sha256), (HUB_ANNOTATION, hub_sha256))
+    annotations = dict((key, value) for key, value in fingerprints if value)
+    if annotations:
+        template_meta["annotations"] = annotations
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": AGENT_NAMESPACE, "labels": dict(labels)}},
         {"apiVersion": "v1", "kind": "ServiceAccount",

@@ -31,8 +31,8 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, LOCK_NAMESPACE, REGISTRATION_LEASE, RegistrationLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import failed_after, merge_written
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
-    Registrar, certificate_expiration, check_identity, credentials_problem, hub_server, hub_trust, in_flight_name,
-    proxy_problem, secret_value, utc_now)
+    Registrar, certificate_expiration, certificate_problem, check_identity, credentials_problem, hub_change, hub_server,
+    hub_trust, in_flight_name, proxy_problem, secret_value, utc_now)
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
@@ -166,6 +166,7 @@ class KarmadaRegistration(Registrar):
 
     engine = "karmada"
     certificate_pem = None  # the agent certificate the member holds after present(), None when not known (check mode)
+    hub_sha256 = None  # karmada.hub_fingerprint of the agent kubeconfig the member holds after present()
 
     def run(self):
         reg = self.reg
@@ -315,6 +316,7 @@ class KarmadaRegistration(Registrar):
             report.add(member, resources.delete(member, SECRET, in_flight_name(self.reg.cluster_name), LOCK_NAMESPACE,
                                                 self.check_mode))
         self.certificate_pem = parts["client_cert_pem"]
+        self.hub_sha256 = karmada.hub_fingerprint(parts["server"], parts["ca_pem"], parts["proxy_url"])
         result.update(reason=None, hub_server=parts["server"], ca_pins=_hub_pins(self.reg, parts["ca_pem"]),
                       certificate_expiration=certificate_expiration(parts["client_cert_pem"]))
         return report.result(**result)
@@ -323,20 +325,23 @@ class KarmadaRegistration(Registrar):
         """Write ``karmada-kubeconfig`` on the member: the hub through the proxy asked for, trusting the hub CA and the
         proxy's."""
         reg = self.reg
-        agent_kubeconfig = karmada.agent_kubeconfig(server, hub_trust(reg, hub_ca_pem), reg.cluster_name, cert_pem, key_pem,
-                                                    reg.proxy_url)
+        trust = hub_trust(reg, hub_ca_pem)
+        agent_kubeconfig = karmada.agent_kubeconfig(server, trust, reg.cluster_name, cert_pem, key_pem, reg.proxy_url)
         self.ensure(self.member, SECRET, karmada.agent_kubeconfig_secret(agent_kubeconfig))
+        self.hub_sha256 = karmada.hub_fingerprint(server, trust, reg.proxy_url)
 
-    def _reroute(self, parts, discovered, result):
-        """Keep the stored agent certificate, and reach the hub through this run's proxy settings (or directly).
+    def _reroute(self, parts, discovered, result, server=None):
+        """Keep the stored agent certificate, and reach the hub through this run's proxy settings (or directly), at
+        ``server`` (default: the stored one; a moved hub's new address).
 
         The agent kubeconfig is written again with ``proxy-url`` and the discovered hub CA plus the proxy's.
         """
         if self.hub:
             self.ensure_agent_rbac()
-        self._store_agent_kubeconfig(parts["server"], discovered["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"])
+        server = server or parts["server"]
+        self._store_agent_kubeconfig(server, discovered["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"])
         self.certificate_pem = parts["client_cert_pem"]
-        result.update(hub_server=parts["server"], ca_pins=discovered["ca_pins"],
+        result.update(hub_server=server, ca_pins=discovered["ca_pins"],
                       certificate_expiration=certificate_expiration(parts["client_cert_pem"]))
         return self.report.result(**result)
 
@@ -354,6 +359,7 @@ class KarmadaRegistration(Registrar):
             planned = dict(karmada.agent_kubeconfig_secret(""), apiVersion="v1", kind="Secret")
             report.add(member, resources.Outcome(SECRET, karmada.AGENT_KUBECONFIG_SECRET, karmada.AGENT_NAMESPACE,
                                                  "updated" if stored else "created", stored, planned))
+            self.hub_sha256 = karmada.hub_fingerprint(server, hub_trust(self.reg, discovered["ca_pem"]), self.reg.proxy_url)
             expiration = None
         else:
             self._store_agent_kubeconfig(server, discovered["ca_pem"], cert_pem, key_pem)
@@ -363,6 +369,24 @@ class KarmadaRegistration(Registrar):
         result.update(csr_name=name, csr_resumed=resumed, hub_server=server, ca_pins=discovered["ca_pins"],
                       certificate_expiration=expiration)
         return report.result(**result)
+
+    def _rebootstrap(self, parts, discovered, result):
+        """True when the stored agent kubeconfig only reaches a hub that moved or got a new CA and its certificate still
+        holds under the discovered CA: then it is kept, and only the kubeconfig is written again (no CSR, the Cluster
+        keeps its registration). ``hub_change`` of ``result`` says what changed, also when a new certificate is needed.
+        """
+        reg = self.reg
+        try:
+            change = parts and parts["ca_pem"] and hub_change(reg, parts["server"], parts["ca_pem"])
+        except FleetError:
+            return False
+        if not change:
+            return False
+        if "ca" in change:
+            change["ca"]["to"] = discovered["ca_pins"]
+        result["hub_change"] = change
+        return certificate_problem(reg, discovered["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"],
+                                   karmada.agent_user(reg.cluster_name), karmada.AGENTS_GROUP) is None
 
     # --- the steps -------------------------------------------------------------------------------------
 
@@ -382,14 +406,27 @@ class KarmadaRegistration(Registrar):
         result = dict(engine=reg.engine.name, cluster_name=reg.cluster_name, cluster_id=cluster_id,
                       agent_user=karmada.agent_user(reg.cluster_name),
                       api_endpoint=reg.api_endpoint or member.server, proxy_server_address=reg.proxy_server_address,
-                      csr_name=None, csr_resumed=None, reason=problem, waited_for=None)
+                      csr_name=None, csr_resumed=None, reason=problem, waited_for=None, hub_change=None)
         if problem is None:
+            change, discovered = self.published_ca_change(parts["ca_pem"])
+            if change:  # the hub publishes a new CA bundle: trust it, with the same certificate while it still holds
+                result.update(hub_change=change, reason="the hub publishes a new CA bundle (%s)" % ", ".join(change["ca"]["to"]))
+                if certificate_problem(reg, discovered["ca_pem"], parts["client_cert_pem"], parts["client_key_pem"],
+                                       karmada.agent_user(reg.cluster_name), karmada.AGENTS_GROUP) is None:
+                    return self._reroute(parts, discovered, result)
+        if problem is None and result["hub_change"] is None:
             rerouted = proxy_problem(reg, parts["proxy_url"], parts["ca_pem"])
             if rerouted is None:
                 return self._keep(stored, parts, result)
             result["reason"] = rerouted
             return self._reroute(parts, self.discover(), result)
-        discovered = self.discover()
+        new_bundle = problem is None  # and the certificate does not hold under the hub's new CA bundle
+        if new_bundle:
+            problem = result["reason"] = "the agent certificate was not issued by a CA of the hub's new CA bundle"
+        else:
+            discovered = self.discover()
+        if self._rebootstrap(parts, discovered, result):
+            return self._reroute(parts, discovered, result, hub_server(reg, discovered))
         lock = lock or RegistrationLock(member, reg.cluster_name, unfinished="the agent kubeconfig was not written",
                                         interval=reg.wait_sleep)
         if self.check_mode:
@@ -408,14 +445,14 @@ class KarmadaRegistration(Registrar):
             # name or (refused here) another.
             check_identity(member, self.hub, reg)
             stored, parts, problem = self._stored_agent()
-            if problem is None:
+            if problem is None and not new_bundle:
                 report.warnings.append(("waited for the registration of cluster %s by another run (%s, since %s), which"
                                         % (reg.cluster_name, waited["holder"], waited["since"]) if waited else
                                         "another run registered cluster %s meanwhile and" % reg.cluster_name)
                                        + " stored a valid certificate: kept it")
                 done = self._keep(stored, parts, result)
             else:
-                result["reason"] = problem
+                result["reason"] = problem or result["reason"]
                 done = self._register(stored, discovered, result, lock)
         finally:
             warning = lock.release()
@@ -442,7 +479,7 @@ class KarmadaRegistration(Registrar):
                                else "a new certificate (check mode)")
                 manifests = karmada.agent_objects(reg.cluster_name, registered["api_endpoint"], reg.agent_image,
                                                   reg.agent_replicas, reg.provider, reg.region, reg.zones,
-                                                  reg.proxy_server_address, reg.cert_rotation, fingerprint)
+                                                  reg.proxy_server_address, reg.cert_rotation, fingerprint, self.hub_sha256)
                 for outcome in objects.apply(member, objects.prepare(manifests), self.check_mode, wait=waits,
                                              timeout=reg.wait_timeout, interval=reg.wait_sleep):
                     report.add(member, outcome)

@@ -18,7 +18,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import RegistrationLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Accepted, failed_after, merge_written
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
-    Registrar, certificate_expiration, check_identity, credentials_problem, hub_server, hub_trust, proxy_problem,
+    Registrar, certificate_expiration, check_identity, credentials_problem, hub_change, hub_server, hub_trust, proxy_problem,
     secret_value)
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
@@ -70,26 +70,36 @@ class OcmRegistration(Registrar):
         return self.accept(joined) if reg.accept else joined
 
     def _stored_credentials(self):
-        """``(expiration or None, problem or None)`` of the registration agent's hub kubeconfig Secret."""
+        """``(expiration or None, problem or None, hub change or None)`` of the registration agent's hub kubeconfig Secret;
+        the change (:func:`registration.hub_change`) is what differs between the hub it reaches and the one asked for."""
         reg = self.reg
         namespace = reg.placement.agent_namespace
         stored = resources.get(self.runtime, SECRET, ocm.HUB_KUBECONFIG_SECRET, namespace)
         if stored is None:
-            return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (namespace, ocm.HUB_KUBECONFIG_SECRET)
+            return None, "the klusterlet has not joined yet (no %s/%s Secret)" % (namespace, ocm.HUB_KUBECONFIG_SECRET), None
         cluster_name = secret_value(stored, "cluster-name")
         agent_name = secret_value(stored, "agent-name")
         if cluster_name != reg.cluster_name or not agent_name:
-            return None, "the stored hub kubeconfig is for cluster %s, not %s" % (cluster_name, reg.cluster_name)
+            return None, "the stored hub kubeconfig is for cluster %s, not %s" % (cluster_name, reg.cluster_name), None
         try:
             parts = pki.read_kubeconfig(secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored hub kubeconfig")
         except FleetError as exc:
-            return None, exc.msg
+            return None, exc.msg, None
+        try:
+            change = hub_change(reg, parts["server"], parts["ca_pem"]) if parts["ca_pem"] else None
+        except FleetError:
+            change = None
         cert_pem = secret_value(stored, "tls.crt")
         problem = (credentials_problem(reg, parts["server"], parts["ca_pem"], cert_pem, secret_value(stored, "tls.key"),
                                        ocm.agent_common_name(reg.cluster_name, agent_name),
                                        ocm.agent_organization(reg.cluster_name))
                    or proxy_problem(reg, parts["proxy_url"], parts["ca_pem"]))
-        return (None, problem) if problem else (certificate_expiration(cert_pem), None)
+        if problem:
+            return None, problem, change
+        change, dummy = self.published_ca_change(parts["ca_pem"])
+        if change:  # the klusterlet bootstraps again with a bootstrap kubeconfig trusting the new bundle
+            return None, "the hub publishes a new CA bundle (%s)" % ", ".join(change["ca"]["to"]), change
+        return certificate_expiration(cert_pem), None, None
 
     def _bootstrap_secret(self, server, trust):
         """The bootstrap kubeconfig Secret to write: with this run's token, unless the member's differs from it only by a
@@ -144,7 +154,7 @@ class OcmRegistration(Registrar):
         registered_as = _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
         result = dict(engine=reg.engine.name, cluster_name=reg.cluster_name, cluster_id=cluster_id,
                       api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=None, certificate_expiration=None,
-                      joined=False, hub_server=None, ca_pins=[], klusterlet=placement.klusterlet,
+                      joined=False, hub_server=None, ca_pins=[], hub_change=None, klusterlet=placement.klusterlet,
                       agent_namespace=placement.agent_namespace)
         if not _serves_klusterlets(runtime):
             if check_mode:  # checked what can be checked (the identity rule); the rest needs the operator's API
@@ -153,7 +163,7 @@ class OcmRegistration(Registrar):
                 return report.result(**result)
             raise FleetError("%s does not serve the Klusterlet API (klusterlets.operator.open-cluster-management.io): "
                              "install the klusterlet operator first (role multicluster.fleet.agent_install)" % runtime.label)
-        expiration, problem = self._stored_credentials()
+        expiration, problem, change = self._stored_credentials()
         lock = lock or RegistrationLock(member, reg.cluster_name, interval=reg.wait_sleep)
         result["waited_for"] = None
         if problem and check_mode:
@@ -171,11 +181,13 @@ class OcmRegistration(Registrar):
                 if lock.lease is not None:  # read again under the Lease: another run may have joined the member meanwhile,
                     check_identity(member, self.hub, reg)  # under this name or (refused here) another
                     _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
-                    expiration, problem = self._stored_credentials()
-                result.update(reason=problem, certificate_expiration=expiration, joined=problem is None)
+                    expiration, problem, change = self._stored_credentials()
+                result.update(reason=problem, certificate_expiration=expiration, joined=problem is None, hub_change=change)
                 if problem:
                     discovered = self.discover()
                     result.update(hub_server=hub_server(reg, discovered), ca_pins=discovered["ca_pins"])
+                    if change and "ca" in change:
+                        change["ca"]["to"] = discovered["ca_pins"]
                 namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
                 for namespace in namespaces:
                     self.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}})
@@ -214,8 +226,10 @@ class OcmRegistration(Registrar):
         report = self.start()
         try:
             try:
+                # a klusterlet whose bootstrap kubeconfig now names another hub or CA bootstraps again: wait for its new CSR
+                rebootstraps = bool(registered.get("hub_change")) and not check_mode
                 outcome = accept.accept(hub, reg.engine, [name], wait=waits, timeout=reg.wait_timeout, check_mode=check_mode,
-                                        interval=reg.wait_sleep)
+                                        interval=reg.wait_sleep, expect_new_csr=rebootstraps)
             except WaitTimeout as exc:
                 raise WaitTimeout(exc.msg, last_seen="the klusterlet of %s has not requested its certificate yet" % name)
             registered["accepted"] = outcome["clusters"][0]

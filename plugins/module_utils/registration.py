@@ -269,18 +269,46 @@ def credentials_problem(reg, server, ca_pem, cert_pem, key_pem, common_name, org
     hub CA is one of the pinned ones (when pins are given), and the client certificate is this agent's,
     matches the key, was issued by that CA and is not within ``renew_before`` of its expiry.
     """
-    if not reg.force_internal_endpoint_lookup and server != reg.hub_apiserver:
-        return "the stored kubeconfig points at %s, not %s" % (server, reg.hub_apiserver)
     if not ca_pem or not cert_pem or not key_pem:
         return "the stored credentials lack the hub CA, the certificate or the key"
     try:
-        pins = bootstrap.pins_of_bundle(ca_pem)
+        change = hub_change(reg, server, ca_pem)
     except FleetError as exc:
         return exc.msg
-    if reg.ca_pins and not set(pins) & set(reg.ca_pins):
-        return "the stored hub CA (%s) is none of ca_cert_hashes" % ", ".join(pins)
+    if change:
+        return describe_hub_change(change)
+    return certificate_problem(reg, ca_pem, cert_pem, key_pem, common_name, organization, now)
+
+
+def certificate_problem(reg, ca_pem, cert_pem, key_pem, common_name, organization, now=None):
+    """Why a stored client certificate cannot be kept with the hub CA bundle ``ca_pem``, or None."""
     return pki.client_certificate_problem(cert_pem, key_pem, ca_pem, common_name, organization,
                                           renew_before=reg.renew_before, now=now or utc_now())
+
+
+def hub_change(reg, server, ca_pem):
+    """What differs between the hub a stored kubeconfig reaches (``server``, CA bundle ``ca_pem``) and the one ``reg``
+    asks for, or None: ``{"address": {"from", "to"}}`` when ``hub_apiserver`` changed (not compared with
+    force_internal_endpoint_lookup, where the URL comes from cluster-info), ``{"ca": {"from", "to"}}`` (CA pins) when
+    none of the stored CA's pins is among ``ca_cert_hashes``. The pins of a proxy's CA are left out. Raises FleetError
+    when ``ca_pem`` cannot be read."""
+    change = {}
+    if not reg.force_internal_endpoint_lookup and server != reg.hub_apiserver:
+        change["address"] = {"from": server, "to": reg.hub_apiserver}
+    pins = [pin for pin in bootstrap.pins_of_bundle(ca_pem) if pin not in reg.proxy_ca_pins]
+    if reg.ca_pins and not set(pins) & set(reg.ca_pins):
+        change["ca"] = {"from": pins, "to": list(reg.ca_pins)}
+    return change or None
+
+
+def describe_hub_change(change):
+    """A sentence of what :func:`hub_change` found."""
+    parts = []
+    if "address" in change:
+        parts.append("the stored kubeconfig points at %s, not %s" % (change["address"]["from"], change["address"]["to"]))
+    if "ca" in change:
+        parts.append("the stored hub CA (%s) is none of ca_cert_hashes" % ", ".join(change["ca"]["from"]))
+    return "; ".join(parts)
 
 
 def certificate_expiration(cert_pem):
@@ -343,6 +371,26 @@ class Registrar:
 
     def discover(self):
         return discover(self.reg, self.discover_hub)
+
+    def published_ca_change(self, ca_pem):
+        """``(change, discovered)`` when the hub now publishes another CA bundle than ``ca_pem``, the one a member's stored
+        kubeconfig trusts, which lacks some of ``ca_cert_hashes`` (during a hub CA change, the pins of both CAs): the
+        :func:`hub_change` entry ``ca`` and the discovery; ``(None, None)`` otherwise. Only then is the hub asked (token
+        discovery); a hub that cannot be asked leaves the stored kubeconfig as it is."""
+        reg = self.reg
+        try:
+            stored = [pin for pin in bootstrap.pins_of_bundle(ca_pem) if pin not in reg.proxy_ca_pins]
+        except FleetError:
+            return None, None
+        if not set(reg.ca_pins) - set(stored):
+            return None, None
+        try:
+            discovered = self.discover()
+        except (FleetError, client.ClusterError):
+            return None, None
+        if set(discovered["ca_pins"]) == set(stored):
+            return None, None
+        return {"ca": {"from": stored, "to": discovered["ca_pins"]}}, discovered
 
     def ensure(self, cluster, kind, desired):
         return self.report.add(cluster, resources.ensure(cluster, kind, desired, self.check_mode))

@@ -26,6 +26,12 @@ description:
   - A member whose stored agent certificate is for this cluster, matches its key, was issued by the stored hub CA (one
     of O(ca_cert_hashes)), points at this hub and does not expire within O(renew_before) days is left unchanged - no
     new CSR, and the token is not used, so re-runs after the token expired still pass. Closer to expiry it is renewed.
+  - Re-bootstrap - when the hub moved (a new O(hub_apiserver)) or got a new CA (none of the stored CA's pins in
+    O(ca_cert_hashes)), the member keeps its registration (same cluster name and cluster id) and RV(hub_change) says
+    what changed. Karmada keeps the agent certificate while the discovered hub CA still vouches for it, rewrites only
+    the agent kubeconfig and rolls the agent (O(deploy_agent)); otherwise it requests a new certificate. OCM rewrites
+    the bootstrap kubeconfig; the klusterlet then requests a new certificate (its operator's bootstrap controller deletes
+    the old hub kubeconfig), which O(accept) waits for and approves.
   - One Karmada registration of a member at a time, so that each member gets one certificate and one name. A run
     that needs a certificate holds Lease C(kube-system/multicluster-fleet-registration) on the member (taken after
     discovery, renewed while the run waits, deleted at the end). Another run registering the same cluster meanwhile,
@@ -198,7 +204,9 @@ options:
         C(--proxy-server-address)). The agent then creates the Cluster on the hub with C(syncMode=Pull).
       - The agent reads its certificate only when it starts, so the Deployment's pod template carries the certificate's
         SHA-256 fingerprint (annotation C(multicluster.fleet/agent-certificate-sha256)) - a run that stores a new
-        certificate rolls the agent, which then uses it.
+        certificate rolls the agent, which then uses it. Likewise annotation C(multicluster.fleet/agent-hub-sha256), the
+        fingerprint of the hub URL, proxy and CA bundle of its kubeconfig - a run that rewrites the kubeconfig for a hub
+        that moved or has a new CA rolls the agent too.
       - Every object is sent as a server-side dry run before the first is written; check mode does only that.
       - O(state=absent) removes these objects whether or not this is set.
     type: bool
@@ -652,6 +660,17 @@ ca_pins:
   returned: when O(state=present)
   type: list
   elements: str
+hub_change:
+  description:
+    - What differs between the hub the member's stored hub kubeconfig reaches and the one this run asks for (re-bootstrap,
+      see the hub changes guide); null when nothing does, or the member has no usable stored kubeconfig.
+    - V(address) (C(from), C(to)) when O(hub_apiserver) changed; V(ca) (C(from), C(to), CA pins) when none of the stored
+      CA's pins is in O(ca_cert_hashes). Karmada keeps the agent's certificate when the hub's CA still vouches for it
+      and only rewrites the agent kubeconfig (no CSR); OCM rewrites the bootstrap kubeconfig and the klusterlet requests
+      a new certificate, which O(accept) approves. Check mode reports it without writing.
+  returned: when O(state=present)
+  type: dict
+  sample: {"address": {"from": "https://10.0.0.1:6443", "to": "https://hub.example.com:6443"}}
 api_endpoint:
   description: The member API server URL the hub and agents use.
   returned: when O(state=present)

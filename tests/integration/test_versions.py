@@ -82,7 +82,8 @@ class TestKarmada:
         assert {"--controllers=*,certRotation", "--cert-rotation-checking-interval=10m",
                 "--cert-rotation-remaining-time-threshold=0.2"} <= set(container["command"])
         annotations = deployment["spec"]["template"]["metadata"]["annotations"]
-        assert annotations == {karmada.CERTIFICATE_ANNOTATION: pki.fingerprint(pki.load_certificates(cert)[0])}
+        assert annotations[karmada.CERTIFICATE_ANNOTATION] == pki.fingerprint(pki.load_certificates(cert)[0])
+        assert set(annotations) == {karmada.CERTIFICATE_ANNOTATION, karmada.HUB_ANNOTATION}
         assert agent_of(lab, "karmada", "member2") == {"image": container["image"], "version": "v1.18.2",
                                                        "certificate_expiration": expiration_of(cert), "problem": None}
         assert agent_of(lab, "karmada", "member1") is None
@@ -100,9 +101,10 @@ class TestKarmada:
         assert "member Deployment/karmada-system/karmada-agent: updated" in result["changes"]
         after = lab.api("member2").get(DEPLOYMENT)
         cert = karmada_agent_certificate(lab)
-        assert after["spec"]["template"]["metadata"]["annotations"] == {
-            karmada.CERTIFICATE_ANNOTATION: pki.fingerprint(pki.load_certificates(cert)[0])} != \
-            before["spec"]["template"]["metadata"]["annotations"]
+        annotations = after["spec"]["template"]["metadata"]["annotations"]
+        assert annotations[karmada.CERTIFICATE_ANNOTATION] == pki.fingerprint(pki.load_certificates(cert)[0]) != \
+            before["spec"]["template"]["metadata"]["annotations"][karmada.CERTIFICATE_ANNOTATION]
+        assert annotations[karmada.HUB_ANNOTATION] == before["spec"]["template"]["metadata"]["annotations"][karmada.HUB_ANNOTATION]
         assert after["metadata"]["generation"] > before["metadata"]["generation"]  # a new ReplicaSet: the agent restarts
         assert agent_of(lab, "karmada", "member2")["certificate_expiration"] == result["certificate_expiration"]
 

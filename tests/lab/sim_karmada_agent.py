@@ -12,8 +12,10 @@ Cluster has the member's id (the UID of its ``kube-system`` namespace), then cre
 ``apiEndpoint``, ``proxyURL`` (``--proxy-server-address``; empty removes it) and ``id`` (and provider,
 region, zones when given), and keeps its status: ``kubernetesVersion`` and condition ``Ready``
 (reason ``ClusterReady``), and renews its Lease ``karmada-cluster/<cluster>`` (owned by the Cluster; created when
-missing, renewed every ``LEASE_RENEW_SECONDS``) as the real agent's cluster lease controller does. A changed
-kubeconfig Secret or Deployment restarts it (a new pod).
+missing, renewed every ``LEASE_RENEW_SECONDS``) as the real agent's cluster lease controller does. Like the real
+agent it reads its kubeconfig only at start: a changed Deployment restarts it (a new pod), with the kubeconfig the
+Secret holds then; a Secret changed under a running Deployment is not noticed (``hub_server`` is the hub URL it
+started with). Without a Deployment (the agent started by hand) a changed Secret restarts it.
 
 Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:agent``) it fails as
 the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
@@ -31,6 +33,8 @@ import base64
 import datetime
 import json
 import sys
+
+import yaml
 
 import lab
 from sim_base import AgentClient, Simulation, get_or_none, micro_now, parse_time, run_cli, set_condition
@@ -57,7 +61,9 @@ class SimulatedKarmadaAgent(Simulation):
         self.given = {"cluster-name": cluster_name, "cluster-api-endpoint": api_endpoint, "cluster-provider": provider,
                       "cluster-region": region, "cluster-zones": ",".join(zones)}
         self.cluster_name = cluster_name or member
-        self.started_from = None  # the karmada-kubeconfig Secret version the agent (re)started with
+        self.started_from = None  # the Deployment version (or, without one, the Secret version) the agent (re)started with
+        self.hub = None  # the hub client of the kubeconfig it read at its start
+        self.hub_server = None  # the hub URL of that kubeconfig
 
     def _flags(self):
         """The agent's settings: the given ones, else its Deployment's flags, else the lab member's name and URL."""
@@ -82,13 +88,15 @@ class SimulatedKarmadaAgent(Simulation):
         if deployment and unpullable_images(deployment):
             self.status = "the karmada-agent image cannot be pulled (%s): the agent does not run" % unpullable_images(deployment)[0]
             return
-        hub = AgentClient.from_kubeconfig(base64.b64decode(kubeconfig), f"{self.workdir}/hub")
-        version = (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"],
-                   deployment and (deployment["metadata"]["uid"], deployment["metadata"].get("generation")))
-        if self.started_from != version:  # a new or changed kubeconfig or Deployment restarts the agent: it registers again
-            self._register(hub, self._flags())
+        version = ((deployment["metadata"]["uid"], deployment["metadata"].get("generation")) if deployment
+                   else (secret["metadata"]["uid"], secret["metadata"]["resourceVersion"]))
+        if self.started_from != version:  # a new or changed Deployment restarts the agent: it reads its kubeconfig again
+            text = base64.b64decode(kubeconfig)
+            self.hub = AgentClient.from_kubeconfig(text, f"{self.workdir}/hub")
+            self.hub_server = yaml.safe_load(text)["clusters"][0]["cluster"]["server"]
+            self._register(self.hub, self._flags())
             self.started_from = version
-        self._report_status(hub)
+        self._report_status(self.hub)
 
     def _register(self, hub, flags):
         self.cluster_name = flags["cluster-name"]

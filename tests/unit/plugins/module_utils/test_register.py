@@ -349,7 +349,6 @@ def test_karmada_without_hub_credentials_touches_member_only(ca, cluster_fakes):
 
 
 @pytest.mark.parametrize("change, fragment", [
-    (dict(hub_apiserver="https://elsewhere:6443"), "points at https://hub.example:6443, not https://elsewhere:6443"),
     (dict(renew_before=400), "within the renewal window"),
 ])
 def test_karmada_requests_a_new_certificate_when_the_stored_one_does_not_fit(ca, pin, cluster_fakes, change, fragment):
@@ -359,6 +358,97 @@ def test_karmada_requests_a_new_certificate_when_the_stored_one_does_not_fit(ca,
     assert fragment in result["reason"]
     assert result["changed"] and len(bootstrap_hub.posted) == 2
     assert "member Secret/karmada-system/karmada-kubeconfig: updated" in result["changes"]
+
+
+def test_karmada_rebootstraps_to_a_moved_hub_keeping_the_certificate(ca, pin, cluster_fakes):
+    """A new hub address: the agent kubeconfig is written again with it, the certificate kept (no CSR)."""
+    member, hub, bootstrap_hub = cluster_fakes
+    first = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    moved = reg(ca_cert_hashes=[pin], hub_apiserver="https://hub.moved:6443")
+    before = dict(member.objects)
+    preview = register_karmada(member, None, bootstrap_hub, moved, FakeDiscovery(ca), check_mode=True)
+    assert preview["changed"] and member.objects == before
+    assert preview["hub_change"] == {"address": {"from": HUB_URL, "to": "https://hub.moved:6443"}}
+    result = register_karmada(member, None, bootstrap_hub, moved, FakeDiscovery(ca))
+    assert result["hub_change"] == preview["hub_change"] and "points at %s, not https://hub.moved:6443" % HUB_URL in result["reason"]
+    assert result["changes"] == ["member Secret/karmada-system/karmada-kubeconfig: updated"]
+    assert len(bootstrap_hub.posted) == 1 and result["csr_name"] is None
+    parts = pki.read_kubeconfig(secret_text(member, AGENT_SECRET_PATH, karmada.AGENT_KUBECONFIG_SECRET))
+    assert parts["server"] == "https://hub.moved:6443" and result["certificate_expiration"] == first["certificate_expiration"]
+    again = register_karmada(member, None, bootstrap_hub, moved, FakeDiscovery(ca))
+    assert again["changed"] is False and again["hub_change"] is None
+
+
+def test_karmada_new_hub_ca_that_did_not_issue_the_certificate_needs_a_new_one(ca, pin, cluster_fakes):
+    member, hub, bootstrap_hub = cluster_fakes
+    register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    other = FakeCA()
+    other_pin = bootstrap.ca_pin(other.pem)
+    bootstrap_hub.ca = other
+    result = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[other_pin]), FakeDiscovery(other))
+    assert result["hub_change"] == {"ca": {"from": [pin], "to": [other_pin]}}
+    assert len(bootstrap_hub.posted) == 2 and result["csr_name"]
+
+
+class BundleDiscovery(FakeDiscovery):
+    """Discovery of a hub whose cluster-info publishes a bundle of CAs."""
+
+    def __init__(self, *cas):
+        super().__init__(cas[0])
+        self.bundle = "".join(ca.pem for ca in cas)
+
+    def __call__(self, server_url, token, **kwargs):
+        self.calls.append(dict(kwargs, server_url=server_url, token=token))
+        return {"server": self.server, "ca_pem": self.bundle, "ca_pins": bootstrap.pins_of_bundle(self.bundle), "kubeconfig": "..."}
+
+
+def test_karmada_trusts_a_new_hub_ca_bundle_keeping_the_certificate(ca, pin, cluster_fakes):
+    """A hub CA change: with the pins of both CAs the member trusts the bundle the hub publishes, with the same
+    certificate; a re-run changes nothing."""
+    member, hub, bootstrap_hub = cluster_fakes
+    register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
+    new_ca = FakeCA()
+    both = [pin, bootstrap.ca_pin(new_ca.pem)]
+    untouched = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=both), FakeDiscovery(ca))
+    assert untouched["changed"] is False and untouched["hub_change"] is None  # the hub still publishes the old CA only
+    result = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=both), BundleDiscovery(ca, new_ca))
+    assert result["hub_change"] == {"ca": {"from": [pin], "to": both}}
+    assert result["changes"] == ["member Secret/karmada-system/karmada-kubeconfig: updated"] and len(bootstrap_hub.posted) == 1
+    parts = pki.read_kubeconfig(secret_text(member, AGENT_SECRET_PATH, karmada.AGENT_KUBECONFIG_SECRET))
+    assert bootstrap.pins_of_bundle(parts["ca_pem"]) == both
+    again = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=both), BundleDiscovery(ca, new_ca))
+    assert again["changed"] is False and again["hub_change"] is None
+
+
+def test_ocm_rejoins_for_a_new_hub_ca_bundle(ca, pin):
+    member = FakeCluster("member")
+    joined(member, ca)
+    new_ca = FakeCA()
+    both = [pin, bootstrap.ca_pin(new_ca.pem)]
+    result = OcmRegistration(member, None, reg("ocm", ca_cert_hashes=both), discover_hub=BundleDiscovery(ca, new_ca)).present()
+    assert result["hub_change"] == {"ca": {"from": [pin], "to": both}} and result["joined"] is False
+    parts = pki.read_kubeconfig(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))
+    assert bootstrap.pins_of_bundle(parts["ca_pem"]) == both
+
+
+def test_karmada_agent_rolls_for_a_moved_hub(ca, pin, cluster_fakes):
+    """The hub fingerprint annotation of the agent's pod template follows the kubeconfig it reads at start."""
+    member, hub, bootstrap_hub = cluster_fakes
+
+    def run(url):
+        registration = KarmadaRegistration(member, None, reg(ca_cert_hashes=[pin], hub_apiserver=url, deploy_agent=True),
+                                           connect=connector(bootstrap_hub, None), discover_hub=FakeDiscovery(ca))
+        return registration.agent(registration.present())
+    run(HUB_URL)
+    deployment_path = "/apis/apps/v1/namespaces/karmada-system/deployments/karmada-agent"
+    first = member.objects[deployment_path]["spec"]["template"]["metadata"]["annotations"]
+    assert first[karmada.HUB_ANNOTATION] == karmada.hub_fingerprint(HUB_URL, ca.pem)
+    result = run("https://hub.moved:6443")
+    assert "member Deployment/karmada-system/karmada-agent: updated" in result["changes"]
+    second = member.objects[deployment_path]["spec"]["template"]["metadata"]["annotations"]
+    assert second[karmada.HUB_ANNOTATION] == karmada.hub_fingerprint("https://hub.moved:6443", ca.pem)
+    assert second[karmada.CERTIFICATE_ANNOTATION] == first[karmada.CERTIFICATE_ANNOTATION]
+    assert run("https://hub.moved:6443")["changed"] is False
 
 
 def test_karmada_refuses_to_replace_another_clusters_agent(ca, pin, cluster_fakes):
@@ -694,6 +784,7 @@ def test_ocm_rejoins_when_the_stored_certificate_does_not_fit(ca, stored_cluster
     result = OcmRegistration(member, None, reg("ocm", token=OTHER_TOKEN), discover_hub=FakeDiscovery(ca)).present()
     assert fragment in result["reason"] and result["joined"] is False
     assert OTHER_TOKEN in secret_text(member, BOOTSTRAP_PATH, "kubeconfig")
+    assert result["hub_change"] == ({"address": {"from": stored_server, "to": HUB_URL}} if stored_server != HUB_URL else None)
 
 
 def test_ocm_join_waits_for_the_klusterlet(ca, pin):
