@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GUIDES = ("architecture", "awx", "addons", "labels", "cluster_sets", "maintenance", "versions")
+GUIDES = ("architecture", "awx", "addons", "labels", "cluster_sets", "maintenance", "versions", "upgrades")
 LABEL_PREFIX = "ansible_collections.multicluster.fleet.docsite."
 
 
