@@ -6,8 +6,9 @@
 ``connection`` turns a host's inventory variables into the authentication options of its cluster;
 ``fleet_member_problem`` is the check of a member's settings that the member plays of site.yml and detach.yml start
 with; ``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
-``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml and detach.yml; ``fleet_evidence`` writes
-a piece of evidence of cluster_diagnose as a line. Their documentation is in the ``<name>.yml`` files next to this one.
+``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml, detach.yml and upgrade.yml;
+``fleet_upgrade_stop`` is upgrade.yml's failure budget; ``fleet_evidence`` writes a piece of evidence of cluster_diagnose as
+a line. Their documentation is in the ``<name>.yml`` files next to this one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,7 +28,7 @@ COLUMNS = {
     "ocm": (("NAME", "name"), ("HUB ACCEPTED", "accepted"), ("JOINED", "joined"), ("AVAILABLE", "ready"),
             ("AGE", "age"), ("AGENT", "agent")),
 }
-ACTIONS = {"register": "registered", "detach": "detached"}
+ACTIONS = {"register": "registered", "detach": "detached", "upgrade": "upgraded"}
 DIAGNOSIS = ("verdict", "next_step", "evidence")  # what a failure record keeps of multicluster.fleet.cluster_diagnose
 
 
@@ -79,7 +80,7 @@ def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub):
                 " fleet_kubeconfig with a context named %s" % name)
     if hub is None:
         return "no hub: the inventory has no hub host and no fleet_hub variable"
-    if action == "register" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
+    if action != "detach" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
         return "the hub play failed on %s (see its error above), so there is no join token" % hub_host
     return ""
 
@@ -109,7 +110,9 @@ def fleet_members(hosts, hostvars, hubs=None):
     run is a member too, named ``fleet_member_name`` (the hub plays set it with the same facts).
 
     ``agent``, where the summary read it, is the member's agent (``fleet_agent``, a cluster_info result with member
-    access: ``agent`` of its cluster).
+    access: ``agent`` of its cluster). An upgrade (upgrade.yml) adds ``agent_before``, the agent before it
+    (``fleet_agent_before``, read the same way), ``writes``, what the member's upgrade wrote or, in check mode, would write
+    (``fleet_upgrade_writes``), and ``not_attempted``, why a member was left out of the rollout (``fleet_not_attempted``).
     """
     members = []
     hub_members = [host for host in hubs or [] if hostvars[host].get("fleet_member_name")]
@@ -124,9 +127,14 @@ def fleet_members(hosts, hostvars, hubs=None):
                   "ran": ran, "failure": failure, "failed_task": task}
         if record.get("verdict"):
             member["diagnosis"] = dict((key, record.get(key)) for key in DIAGNOSIS)
-        agent = (((facts.get("fleet_agent") or {}).get("clusters") or [{}])[0]).get("agent")
-        if agent:
-            member["agent"] = agent
+        for key, fact in (("agent", "fleet_agent"), ("agent_before", "fleet_agent_before")):
+            agent = (((facts.get(fact) or {}).get("clusters") or [{}])[0]).get("agent")
+            if agent:
+                member[key] = agent
+        if facts.get("fleet_upgrade_writes"):
+            member["writes"] = list(facts["fleet_upgrade_writes"])
+        if facts.get("fleet_not_attempted"):
+            member["not_attempted"] = facts["fleet_not_attempted"]
         members.append(member)
     return members
 
@@ -167,15 +175,16 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
     """The rows of the fleet summary: every member cluster on the hub and every member of this run.
 
     A member of this run is ``failed`` (with its ``reason``) when its tasks failed or, after a
-    registration outside check mode, when the hub does not report it ready; otherwise ``registered``
-    or ``detached``. Clusters on the hub that were not in this run are listed as they are, result ``-``.
+    registration or upgrade outside check mode, when the hub does not report it ready; otherwise ``registered``
+    or ``detached``, and after an upgrade the result of :func:`_upgrade` with its ``detail``. Clusters on the hub that
+    were not in this run are listed as they are, result ``-``.
     A member whose agent was read has its ``agent`` version and ``certificate_expiration``, and ``warning`` when that
     certificate expires within ``cert_warning_days`` days (or has expired).
     """
     _action(action, "fleet_report")
     now = now or datetime.datetime.now(datetime.timezone.utc)
     found = dict((c["name"], c) for c in clusters or [])
-    ran = [m for m in members or [] if m.get("ran")]
+    ran = [m for m in members or [] if m.get("ran") or m.get("not_attempted")]
     rows = []
     agents = dict((m["name"], m["agent"]) for m in members or [] if m.get("agent"))  # read for this summary
     for name in sorted(set(found) | set(m["name"] for m in ran)):
@@ -184,8 +193,105 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
         for member in [m for m in ran if m["name"] == name] or [None]:
             row = _row(name, cluster, member, engine, action, check_mode, now)
             row.update(_agent(agents.get(name) if cluster else None, now, cert_warning_days))
+            if action == "upgrade" and member and row["result"] != "failed":
+                row.update(_upgrade(member, cluster, agents.get(name), check_mode))
             rows.append(row)
     return rows
+
+
+def _image_change(before, after):
+    """How the agent changed, from its image ``before`` to ``after``: the versions when only they differ, else the
+    images (a registry or repository moved too)."""
+    old, new = _tag_of(before), _tag_of(after)
+    if old and new and old != new and before.replace(old[1], "") == after.replace(new[1], ""):
+        return "%s -> %s" % (old[0], new[0])
+    return "%s -> %s" % (before or "no agent", after or "no agent")
+
+
+def _tag_of(image):
+    """(version, the tag that names it) of an image reference, None without a tag."""
+    name = str(image or "").split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return None
+    tag = last.split(":", 1)[1]
+    return tag, ":" + tag
+
+
+def _upgrade(member, cluster, agent, check_mode):
+    """The ``result`` and ``detail`` of a member of an upgrade that did not fail: ``not attempted`` (the rollout stopped
+    before its batch), ``no agent`` (a Karmada Push member: the hub drives it, nothing runs on it to upgrade),
+    ``upgraded`` when its agent's image changed - the whole image, so a new registry at the same tag counts - or the
+    upgrade wrote something else (CRDs, the operator), ``would upgrade`` in check mode with what it would write, else
+    ``up to date``."""
+    if member.get("not_attempted"):
+        return {"result": "not attempted", "detail": member["not_attempted"]}
+    if (cluster or {}).get("mode") == "Push":
+        return {"result": "no agent", "detail": "a Push member runs no agent: the hub drives it"}
+    before = (member.get("agent_before") or {}).get("image")
+    after = (agent or {}).get("image")
+    writes = member.get("writes") or []
+    if check_mode:
+        if writes:
+            return {"result": "would upgrade", "detail": "; ".join(writes)}
+        return {"result": "up to date", "detail": (agent or {}).get("version") or ""}
+    if before and after and before != after:
+        return {"result": "upgraded", "detail": _image_change(before, after)}
+    if writes:
+        return {"result": "upgraded", "detail": "; ".join(writes)}
+    return {"result": "up to date", "detail": (agent or {}).get("version") or ""}
+
+
+def fleet_upgrade_stop(hosts, hostvars, batch, max_fail_percentage=0):
+    """Why the member of the batch ``batch`` (``ansible_play_batch``) is left out of the rollout, ``''`` when it is not.
+
+    The rollout stops after a batch in which more than ``max_fail_percentage`` percent of the members failed (the
+    percentage Ansible's ``max_fail_percentage`` counts): each member records its batch (``fleet_upgrade_batch``) and,
+    when it fails, ``fleet_failure``; a member that started (``fleet_started``) and neither finished (``fleet_done``)
+    nor recorded a failure failed too. Every batch after that one is left out.
+    """
+    try:
+        budget = float(max_fail_percentage)
+    except (TypeError, ValueError):
+        raise AnsibleFilterError("fleet_upgrade_max_fail_percentage must be a number from 0 to 100, not %r"
+                                 % (max_fail_percentage,))
+    if not 0 <= budget <= 100:
+        raise AnsibleFilterError("fleet_upgrade_max_fail_percentage must be a number from 0 to 100, not %r"
+                                 % (max_fail_percentage,))
+    current = list(batch or [])
+    batches = []
+    for host in hosts or []:
+        members = list(hostvars[host].get("fleet_upgrade_batch") or [])
+        if members and members != current and members not in batches:
+            batches.append(members)
+    for members in batches:
+        failed = []
+        for host in members:
+            facts = hostvars[host]
+            if facts.get("fleet_failure") or facts.get("fleet_started") and not facts.get("fleet_done"):
+                failed.append(facts.get("cluster_name") or host)
+        if failed and 100.0 * len(failed) / len(members) > budget:
+            return ("the rollout stopped after the batch of %s: %d of %d failed (%s), more than "
+                    "fleet_upgrade_max_fail_percentage %g%%" % (", ".join(members), len(failed), len(members),
+                                                                ", ".join(failed), budget))
+    return ""
+
+
+WRITES = (": created", ": updated", ": deleted")
+
+
+def fleet_upgrade_writes(results):
+    """What the tasks of a member's upgrade wrote (in check mode, would write): the entries of the task ``results``
+    - ``objects`` of multicluster.fleet.k8s_objects, ``changes`` of multicluster.fleet.cluster_register, each
+    ``[member|hub ]Kind/name: action`` - whose action is created, updated or deleted, in order."""
+    writes = []
+    for result in results or []:
+        if not hasattr(result, "get"):
+            raise AnsibleFilterError("fleet_upgrade_writes expects task results, got %s" % type(result).__name__)
+        for entry in list(result.get("objects") or []) + list(result.get("changes") or []):
+            if isinstance(entry, str) and entry.endswith(WRITES) and entry not in writes:
+                writes.append(entry)
+    return writes
 
 
 def _agent(agent, now, warning_days):
@@ -215,7 +321,7 @@ def _row(name, cluster, member, engine, action, check_mode, now):
                    joined=cluster.get("joined") if cluster.get("joined") is not None else "-")
     if member:
         reason = member.get("failure") or ""
-        if not reason and action == "register" and not check_mode:
+        if not reason and action != "detach" and not check_mode and not member.get("not_attempted"):
             reason = "not registered on the hub" if cluster is None else "" if cluster.get("ready") else _not_ready(cluster)
         row.update(result="failed" if reason else ACTIONS[action], reason=reason,
                    failed_task=member.get("failed_task") or "" if reason else "")
@@ -231,7 +337,7 @@ def _short(text, width=REASON_WIDTH):
 
 def _cells(row, engine):
     result = row["result"] + (" (%s)" % row["verdict"] if row.get("verdict") else "") + (
-        ": " + _short(row["reason"]) if row.get("reason") else "")
+        ": " + _short(row.get("reason") or row.get("detail")) if row.get("reason") or row.get("detail") else "")
     return [str(row.get(key, "-")) for _title, key in COLUMNS[engine]] + [result]
 
 
@@ -292,4 +398,6 @@ class FilterModule(object):
             "fleet_table": fleet_table,
             "fleet_markdown": fleet_markdown,
             "fleet_evidence": fleet_evidence,
+            "fleet_upgrade_stop": fleet_upgrade_stop,
+            "fleet_upgrade_writes": fleet_upgrade_writes,
         }

@@ -148,13 +148,14 @@ def add_agents(clusters, engine, member):
 
 
 def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=None, timeout=120,
-                      interval=resources.WAIT_SLEEP):
+                      interval=resources.WAIT_SLEEP, member=None):
     """Wait until every cluster :func:`member_clusters` lists has ``condition``; return their summaries.
 
     ``condition`` is a :func:`resources.wanted_condition` dict, by default the engine's readiness
     (:attr:`engines.Engine.ready_condition`). With ``name`` the cluster must also exist; with selectors only, the
-    clusters that match are waited for (none: nothing to wait for). The timeout message names the
-    clusters not there yet and what was last seen of each.
+    clusters that match are waited for (none: nothing to wait for). With ``member``, the connection to the named
+    cluster, its agent (:func:`add_agents`) must also have rolled out its image (after an upgrade: run the new
+    version). The timeout message names the clusters not there yet and what was last seen of each.
     """
     engine = engines.get(engine)
     wanted = condition or engine.ready_condition
@@ -166,10 +167,17 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
         if name and not clusters:
             return False, "%s is not registered (no %s of that name)" % (name, kind.kind)
         pending = []
+        if member is not None:
+            add_agents(clusters, engine, member)
         for cluster in clusters:
             done, detail = resources.condition_met(cluster["object"], wanted)
             if not done:
                 pending.append("%s: %s" % (cluster["name"], detail))
+            agent = cluster.get("agent")
+            if agent and agent["image"] and not agent["rolled_out"]:  # a Hosted klusterlet's agent is not on the member
+                pending.append("%s: its agent has not rolled out image %s (%s)" % (
+                    cluster["name"], agent["image"], agent["problem"] or "its Deployment's pods are not all updated "
+                    "and available, or the operator has not yet given it the image it was asked for"))
         return not pending, "; ".join(pending)
     if name:
         subject = "member cluster %s on %s" % (name, hub.label)
@@ -177,8 +185,9 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
         subject = "the member clusters on %s" % hub.label
     if label_selectors:
         subject += " matching %s" % ", ".join(label_selectors)
+    what = resources.describe_condition(wanted) + (" and its agent to run its image" if member is not None else "")
     try:
-        resources.wait_until(check, timeout, "%s to have %s" % (subject, resources.describe_condition(wanted)),
+        resources.wait_until(check, timeout, "%s to have %s" % (subject, what),
                              interval=interval)
     except WaitTimeout as exc:
         raise WaitTimeout(exc.msg, clusters=seen.get("clusters", []), **exc.details)

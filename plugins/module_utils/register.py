@@ -32,7 +32,7 @@ def run(member, hub, reg, check_mode=False, hosting=None):
     if hosted != bool(hosting):
         raise FleetError("klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode if hosted else
                          "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
-    skew = versions.check_agent(reg.engine, reg, hub) if reg.state == "present" else None
+    skew = versions.check_agent(reg.engine, reg, hub, check_mode) if reg.state == "present" else None
     result = FLOWS[reg.engine.name](member, hub, reg, check_mode, hosting).run()
     if skew:
         result["warnings"] = list(result.get("warnings") or []) + [skew]

@@ -76,12 +76,17 @@ def outdated(agent, target):
     return bool(agent_version and target_version and agent_version < target_version)
 
 
-def check_agent(engine, reg, hub):
+def check_agent(engine, reg, hub, check_mode=False):
     """Apply the skew rule to a registration's agent (:meth:`engines.Engine.agent_image`) against its hub's release:
     read from the hub where it shows it (:meth:`engines.Engine.hub_release`, with hub credentials), else
-    ``reg.hub_version``. Returns the warning, or None; FleetError when the agent would be newer."""
+    ``reg.hub_version``. In check mode a declared ``reg.hub_version`` newer than the one read counts: the run previews an
+    upgrade whose hub part (upgrade.yml: the hub first) is only planned. Returns the warning, or None; FleetError when
+    the agent would be newer."""
     agent = engine.agent_image(reg)
-    hub_release = (engine.hub_release(hub) if hub is not None else None) or reg.hub_version
+    shown = engine.hub_release(hub) if hub is not None else None
+    hub_release = shown or reg.hub_version
+    if check_mode and shown and parse(reg.hub_version) and parse(reg.hub_version) > parse(shown):
+        hub_release = reg.hub_version
     return skew(agent, hub_release) if agent else None
 
 
@@ -98,6 +103,19 @@ def _deployment_image(deployment):
     return containers[0].get("image") if containers else None
 
 
+def rolled_out(deployment):
+    """Whether a Deployment runs its current pod template on every replica, as ``kubectl rollout status`` decides: the
+    deployment controller observed its generation, and every desired replica is updated and available."""
+    if not deployment:
+        return False
+    status = deployment.get("status") or {}
+    replicas = ((deployment.get("spec") or {}).get("replicas"))
+    replicas = 1 if replicas is None else replicas
+    return (status.get("observedGeneration", 0) >= (deployment.get("metadata") or {}).get("generation", 0)
+            and (status.get("updatedReplicas") or 0) >= replicas and (status.get("availableReplicas") or 0) >= replicas
+            and (status.get("replicas") or 0) <= replicas)
+
+
 def _secret_text(secret, key):
     value = ((secret or {}).get("data") or {}).get(key)
     try:
@@ -106,11 +124,14 @@ def _secret_text(secret, key):
         return None
 
 
-def agent_report(member, deployment_name, namespace, secret_name, read_cert, problem=None):
+def agent_report(member, deployment_name, namespace, secret_name, read_cert, problem=None, wanted=None):
     """What cluster_info reports of a member's agent: ``image`` and ``version`` (its tag) of Deployment
-    ``<namespace>/<deployment_name>``, ``certificate_expiration`` (notAfter, RFC 3339) of the client certificate that
-    ``read_cert`` finds in Secret ``<namespace>/<secret_name>``, and ``problem``: what could not be read (None)."""
-    image = _deployment_image(resources.get(member, resources.DEPLOYMENT, deployment_name, namespace))
+    ``<namespace>/<deployment_name>``, ``rolled_out``: whether that Deployment runs its image on every replica (and is
+    the image ``wanted``, when given: what the agent's operator was asked to run), ``certificate_expiration`` (notAfter,
+    RFC 3339) of the client certificate that ``read_cert`` finds in Secret ``<namespace>/<secret_name>``, and
+    ``problem``: what could not be read (None)."""
+    deployment = resources.get(member, resources.DEPLOYMENT, deployment_name, namespace)
+    image = _deployment_image(deployment)
     secret = resources.get(member, resources.SECRET, secret_name, namespace)
     expiration = None
     if image is None:
@@ -123,7 +144,7 @@ def agent_report(member, deployment_name, namespace, secret_name, read_cert, pro
         except FleetError as exc:
             problem = problem or "the agent certificate in Secret %s/%s cannot be read: %s" % (namespace, secret_name, exc.msg)
     return {"image": image, "version": release(image) or image_tag(image), "certificate_expiration": expiration,
-            "problem": problem}
+            "rolled_out": rolled_out(deployment) and (wanted is None or wanted == image), "problem": problem}
 
 
 def karmada_agent(member):
@@ -136,11 +157,14 @@ def karmada_agent(member):
 def ocm_agent(member):
     """The klusterlet's registration agent on ``member`` (Default and Singleton modes): the Deployment the klusterlet
     operator runs it in (``klusterlet-registration-agent``, Singleton ``klusterlet-agent``) and Secret
-    ``hub-kubeconfig-secret`` (``tls.crt``) in ``open-cluster-management-agent``."""
+    ``hub-kubeconfig-secret`` (``tls.crt``) in ``open-cluster-management-agent``. The agent has rolled out when that
+    Deployment runs the image the Klusterlet asks for (``registrationImagePullSpec``, Singleton ``imagePullSpec``)."""
     klusterlet = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
-    mode = (((klusterlet or {}).get("spec") or {}).get("deployOption") or {}).get("mode") or "Default"
+    spec = (klusterlet or {}).get("spec") or {}
+    mode = (spec.get("deployOption") or {}).get("mode") or "Default"
     problem = None if klusterlet else ("no Klusterlet %s on the member (a Hosted klusterlet runs on its hosting cluster)"
                                        % ocm.KLUSTERLET_NAME)
     deployment = "%s-%s" % (ocm.KLUSTERLET_NAME, "agent" if mode == "Singleton" else "registration-agent")
+    wanted = spec.get("imagePullSpec" if mode == "Singleton" else "registrationImagePullSpec")
     return agent_report(member, deployment, ocm.AGENT_NAMESPACE, ocm.HUB_KUBECONFIG_SECRET,
-                        lambda secret: _secret_text(secret, "tls.crt") or "", problem)
+                        lambda secret: _secret_text(secret, "tls.crt") or "", problem, wanted)

@@ -42,6 +42,8 @@ options:
       - Wait until every cluster the module would list (by O(name) and O(label_selectors)) has the O(wait_condition),
         and with O(name) until that cluster exists, so that a play can wait for members to become ready without an
         C(until) loop. The clusters are read again every O(wait_sleep) seconds.
+      - With O(member), also until the member's agent has rolled out its image (RV(clusters[].agent.rolled_out)) - after
+        an upgrade, until the agent runs the new version (a Karmada Push member has no agent to wait for).
       - On timeout the task fails naming the clusters that are not there yet and what was last seen of each, and
         returns RV(clusters) as last read.
   wait_condition:
@@ -235,6 +237,12 @@ clusters:
           description: When the agent's client certificate expires (its C(notAfter)), RFC 3339 UTC.
           type: str
           sample: "2027-11-29T05:00:00Z"
+        rolled_out:
+          description:
+            - Whether the agent runs RV(clusters[].agent.image) - its Deployment's current pod template is updated and
+              available on every replica, as C(kubectl rollout status) decides - and, OCM, that image is the one the
+              Klusterlet asks its operator for. False while an upgrade rolls out, or when the image cannot be pulled.
+          type: bool
         problem:
           description: What could not be read (no Deployment, no certificate), else null.
           type: str
@@ -248,13 +256,14 @@ def run(module):
     params = module.params
     resources.check_wait_options(params)
     hub = module.cluster()
+    member = module.cluster(params["member"], params["name"]) if params["member"] else None
     if params["wait"]:
         clusters = fleet.wait_for_clusters(hub, params["engine"], params["name"], params["label_selectors"],
-                                           params["wait_condition"], params["wait_timeout"], params["wait_sleep"])
+                                           params["wait_condition"], params["wait_timeout"], params["wait_sleep"], member)
     else:
         clusters = fleet.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
-    if params["member"]:
-        fleet.add_agents(clusters, params["engine"], module.cluster(params["member"], params["name"]))
+        if member is not None:
+            fleet.add_agents(clusters, params["engine"], member)
     return dict(changed=False, clusters=clusters)
 
 

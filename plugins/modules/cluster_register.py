@@ -223,6 +223,8 @@ options:
       - The engine release the hub runs (for example V(v1.18.2) or V(1.3.1)), for the version skew rule - where the
         hub does not show it. An OCM hub shows it to O(hub) credentials (the tag of its ClusterManager's
         C(registrationImagePullSpec)), which then win; Karmada's API server does not show Karmada's release.
+        In check mode a declared release newer than the one the hub shows counts - the preview of an upgrade whose
+        hub part (C(playbooks/upgrade.yml) upgrades the hub first) is only planned.
       - "The rule: the agent's version (the tag of O(agent_image) with O(deploy_agent), or of C(registrationImagePullSpec)
         in O(klusterlet_spec)) must not be a newer minor release than the hub's - refused before anything is written -,
         and a warning says when it is more than one minor release behind. Without a hub version nothing is compared."

@@ -16,7 +16,8 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GUIDES = ("architecture", "awx", "addons", "labels", "cluster_sets", "maintenance", "versions", "hub_changes")
+GUIDES = ("architecture", "awx", "addons", "labels", "cluster_sets", "maintenance", "versions", "hub_changes",
+          "upgrades")
 LABEL_PREFIX = "ansible_collections.multicluster.fleet.docsite."
 
 

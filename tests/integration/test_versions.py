@@ -85,7 +85,8 @@ class TestKarmada:
         assert annotations[karmada.CERTIFICATE_ANNOTATION] == pki.fingerprint(pki.load_certificates(cert)[0])
         assert set(annotations) == {karmada.CERTIFICATE_ANNOTATION, karmada.HUB_ANNOTATION}
         assert agent_of(lab, "karmada", "member2") == {"image": container["image"], "version": "v1.18.2",
-                                                       "certificate_expiration": expiration_of(cert), "problem": None}
+                                                       "certificate_expiration": expiration_of(cert), "rolled_out": True,
+                                                       "problem": None}
         assert agent_of(lab, "karmada", "member1") is None
         again, recap = play("site.yml", path)
         assert all(r["changed"] == 0 for r in recap.values()), recap
@@ -143,7 +144,7 @@ class TestOcm:
                                "tls.crt")
             assert agent_of(lab, "ocm", member) == {
                 "image": "quay.io/open-cluster-management/registration:v1.3.1", "version": "v1.3.1",
-                "certificate_expiration": expiration_of(cert), "problem": None}
+                "certificate_expiration": expiration_of(cert), "rolled_out": True, "problem": None}
             assert "%s: the agent certificate expires at %s" % (member, expiration_of(cert)) in done.stdout
         again, recap = play("site.yml", path)
         assert all(r["changed"] == 0 for r in recap.values()), recap

@@ -295,3 +295,97 @@ def test_fleet_members_reads_the_agent_the_summary_read():
 def test_unknown_engine():
     with pytest.raises(AnsibleFilterError, match="unknown engine"):
         fleet.fleet_table(ROWS, "kubefed")
+
+
+KARMADA_AGENT = "docker.io/karmada/karmada-agent"
+
+
+def agent_fact(image):
+    return {"clusters": [{"agent": {"image": image, "version": image.rsplit(":", 1)[-1]}}]}
+
+
+class TestUpgrade:
+    """upgrade.yml's decisions: the failure budget between batches, what a member's upgrade wrote, its summary row."""
+
+    def test_the_rollout_stops_after_a_batch_over_the_budget(self):
+        hostvars = {"m1": {"fleet_upgrade_batch": ["m1"], "fleet_started": True, "fleet_failure": {"message": "x"}},
+                    "m2": {"fleet_upgrade_batch": ["m2", "m3"]}, "m3": {"fleet_upgrade_batch": ["m2", "m3"]}, "m4": {}}
+        assert fleet.fleet_upgrade_stop(["m1", "m2", "m3", "m4"], hostvars, ["m2", "m3"]) == (
+            "the rollout stopped after the batch of m1: 1 of 1 failed (m1), more than fleet_upgrade_max_fail_percentage 0%")
+        # later batches stay out too; a budget of 100 % never stops
+        assert fleet.fleet_upgrade_stop(["m1", "m2", "m3", "m4"], hostvars, ["m4"]).startswith("the rollout stopped")
+        assert fleet.fleet_upgrade_stop(["m1", "m2", "m3", "m4"], hostvars, ["m4"], 100) == ""
+        # the batch that is running is not judged, nor is a batch without failures
+        assert fleet.fleet_upgrade_stop(["m1"], hostvars, ["m1"]) == ""
+        hostvars["m1"] = {"fleet_upgrade_batch": ["m1"], "fleet_started": True, "fleet_done": True}
+        assert fleet.fleet_upgrade_stop(["m1", "m2", "m3", "m4"], hostvars, ["m4"]) == ""
+
+    def test_the_budget_is_a_percentage_of_the_batch(self):
+        batch = ["a", "b", "c", "d"]
+        hostvars = dict((h, {"fleet_upgrade_batch": batch, "fleet_started": True, "fleet_done": True}) for h in batch)
+        hostvars["b"] = {"fleet_upgrade_batch": batch, "fleet_started": True, "cluster_name": "edge-b"}  # did not finish
+        hostvars["e"] = {}
+        assert fleet.fleet_upgrade_stop(batch + ["e"], hostvars, ["e"], "25") == ""  # 25 % is not more than 25 %
+        assert "1 of 4 failed (edge-b)" in fleet.fleet_upgrade_stop(batch + ["e"], hostvars, ["e"], 20)
+        for bad in ("lots", -1, 101):
+            with pytest.raises(AnsibleFilterError, match="fleet_upgrade_max_fail_percentage must be a number"):
+                fleet.fleet_upgrade_stop([], {}, [], bad)
+
+    def test_writes_are_the_created_updated_and_deleted_entries(self):
+        operator = {"objects": ["CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: updated",
+                                "Namespace/open-cluster-management: unchanged"]}
+        registration = {"changes": ["member Klusterlet/klusterlet: updated", "hub ManagedCluster/m1: unchanged"]}
+        assert fleet.fleet_upgrade_writes([operator, registration, {"skipped": True}]) == [
+            "CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: updated",
+            "member Klusterlet/klusterlet: updated"]
+        with pytest.raises(AnsibleFilterError, match="expects task results"):
+            fleet.fleet_upgrade_writes(["x"])
+
+    def rows(self, hostvars, clusters, **kwargs):
+        members = fleet.fleet_members(sorted(hostvars), hostvars)
+        return dict((row["name"], row) for row in fleet.fleet_report(members, clusters, "karmada", action="upgrade",
+                                                                     now=NOW, **kwargs))
+
+    def test_the_summary_says_what_became_of_each_member(self):
+        done = {"fleet_started": True, "fleet_done": True}
+        hostvars = {
+            "new": dict(done, fleet_agent_before=agent_fact(KARMADA_AGENT + ":v1.18.2"),
+                        fleet_agent=agent_fact(KARMADA_AGENT + ":v1.19.0")),
+            "same": dict(done, fleet_agent_before=agent_fact(KARMADA_AGENT + ":v1.19.0"),
+                         fleet_agent=agent_fact(KARMADA_AGENT + ":v1.19.0")),
+            # the same tag from another registry is a change, named with both images
+            "mirror": dict(done, fleet_agent_before=agent_fact(KARMADA_AGENT + ":v1.19.0"),
+                           fleet_agent=agent_fact("mirror.local/karmada/karmada-agent:v1.19.0")),
+            "push": dict(done),
+            "broken": {"fleet_started": True, "fleet_failure": {"message": "timed out", "task": "Wait"},
+                       "fleet_agent_before": agent_fact(KARMADA_AGENT + ":v1.18.2")},
+            "later": {"fleet_not_attempted": "the rollout stopped after the batch of broken"},
+        }
+        clusters = [cluster(name, mode="Pull") for name in ("new", "same", "mirror", "broken", "later")] + [cluster("push")]
+        rows = self.rows(hostvars, clusters)
+        assert dict((n, (r["result"], r.get("detail", r["reason"]))) for n, r in rows.items()) == {
+            "new": ("upgraded", "v1.18.2 -> v1.19.0"),
+            "same": ("up to date", "v1.19.0"),
+            "mirror": ("upgraded", KARMADA_AGENT + ":v1.19.0 -> mirror.local/karmada/karmada-agent:v1.19.0"),
+            "push": ("no agent", "a Push member runs no agent: the hub drives it"),
+            "broken": ("failed", "timed out"),
+            "later": ("not attempted", "the rollout stopped after the batch of broken"),
+        }
+        assert rows["new"]["agent"] == "v1.19.0"
+        table = "\n".join(fleet.fleet_table(list(rows.values()), "karmada"))
+        assert "not attempted: the rollout stopped after the batch of broken" in table
+        markdown = fleet.fleet_markdown(list(rows.values()), "karmada", "Fleet upgrade")
+        assert "- **broken**: Wait: timed out" in markdown and "**later**" not in markdown  # only failures listed there
+
+    def test_check_mode_lists_what_would_change(self):
+        hostvars = {"m1": {"fleet_started": True, "fleet_done": True, "fleet_agent": agent_fact(KARMADA_AGENT + ":v1.18.2"),
+                           "fleet_upgrade_writes": ["member Deployment/karmada-system/karmada-agent: updated"]},
+                    "m2": {"fleet_started": True, "fleet_done": True, "fleet_agent": agent_fact(KARMADA_AGENT + ":v1.19.0")}}
+        rows = self.rows(hostvars, [cluster("m1", mode="Pull", ready=False), cluster("m2", mode="Pull")], check_mode=True)
+        assert (rows["m1"]["result"], rows["m1"]["detail"]) == (
+            "would upgrade", "member Deployment/karmada-system/karmada-agent: updated")
+        assert rows["m2"]["result"] == "up to date"
+        # outside check mode, writes without an image change (a CRD) are an upgrade too; a member not ready failed
+        hostvars["m2"]["fleet_upgrade_writes"] = ["CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: updated"]
+        rows = self.rows(hostvars, [cluster("m1", mode="Pull", ready=False), cluster("m2", mode="Pull")])
+        assert rows["m2"]["result"] == "upgraded" and rows["m1"]["result"] == "failed"

@@ -173,6 +173,34 @@ class TestWaitForClusters:
         fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterConditionAvailable"))
         assert [c["name"] for c in fleet.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)] == ["c1"]
 
+    def test_with_the_member_its_agent_must_run_its_image(self, fake_cluster):
+        from conftest import FakeCluster
+        member = FakeCluster("member2")
+        fake_cluster.add(CLUSTER, ready("member2"))
+        agent = {"metadata": {"name": "karmada-agent", "namespace": "karmada-system", "generation": 2},
+                 "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                     {"name": "karmada-agent", "image": "unreachable.invalid/karmada/karmada-agent:v1.19.0"}]}}},
+                 "status": {"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0}}
+        member.add(resources.DEPLOYMENT, agent)
+        with pytest.raises(WaitTimeout) as caught:
+            fleet.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
+        assert caught.value.msg.startswith(
+            "timed out after 0s waiting for member cluster member2 on cluster 'hub' (https://fake) to have Ready=True and "
+            "its agent to run its image; last seen: member2: its agent has not rolled out image "
+            "unreachable.invalid/karmada/karmada-agent:v1.19.0 (no agent certificate: ")
+        agent["status"]["availableReplicas"] = 1
+        member.add(resources.DEPLOYMENT, agent)
+        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
+        assert clusters[0]["agent"]["rolled_out"] is True
+
+    def test_a_push_member_has_no_agent_to_wait_for(self, fake_cluster):
+        from conftest import FakeCluster
+        push = ready("member1")
+        push["spec"]["syncMode"] = "Push"
+        fake_cluster.add(CLUSTER, push)
+        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", name="member1", timeout=0, member=FakeCluster("member1"))
+        assert clusters[0]["agent"] is None
+
     def test_another_condition(self, fake_cluster):
         fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterJoined"))
         joined = resources.wanted_condition("ManagedClusterJoined")

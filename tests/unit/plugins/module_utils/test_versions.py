@@ -93,6 +93,12 @@ def test_check_agent_ocm_reads_the_cluster_manager():
     newer = _reg(klusterlet_spec={"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.4.0"})
     with pytest.raises(FleetError, match="v1.4.0 is newer than the hub's v1.3.1"):
         versions.check_agent(engine, newer, hub)
+    # check mode previews an upgrade whose hub part is only planned: a newer declared release counts, never an older one
+    newer.hub_version = "v1.4.0"
+    with pytest.raises(FleetError, match="v1.4.0 is newer than the hub's v1.3.1"):
+        versions.check_agent(engine, newer, hub)
+    assert versions.check_agent(engine, newer, hub, check_mode=True) is None
+    assert "3 minor releases behind the hub's v1.3.1" in versions.check_agent(engine, old, hub, check_mode=True)
 
 
 def _secret(name, namespace, data):
@@ -115,7 +121,7 @@ def test_karmada_agent_report():
     report = engines.get("karmada").read_agent(member)
     expected = pki.rfc3339(pki.not_after(pki.load_certificates(cert)[0]))
     assert report == {"image": "docker.io/karmada/karmada-agent:v1.18.2", "version": "v1.18.2",
-                      "certificate_expiration": expected, "problem": None}
+                      "certificate_expiration": expected, "rolled_out": False, "problem": None}  # no status yet
 
 
 def test_ocm_agent_report_singleton_and_missing():
@@ -132,6 +138,40 @@ def test_ocm_agent_report_singleton_and_missing():
     member.add(resources.SECRET, _secret(ocm.HUB_KUBECONFIG_SECRET, ocm.AGENT_NAMESPACE, {"tls.crt": cert}))
     report = engines.get("ocm").read_agent(member)
     assert report["problem"] is None and report["certificate_expiration"].endswith("Z")
+
+
+def _rolled(deployment, generation=1, observed=1, replicas=1, updated=1, available=1, total=None):
+    deployment["metadata"]["generation"] = generation
+    deployment["spec"]["replicas"] = replicas
+    deployment["status"] = {"observedGeneration": observed, "updatedReplicas": updated, "availableReplicas": available,
+                            "replicas": replicas if total is None else total}
+    return deployment
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ({}, True),
+    ({"generation": 2, "observed": 1}, False),  # the controller has not seen the new template yet
+    ({"replicas": 2, "updated": 1, "available": 2}, False),  # one replica still runs the old template
+    ({"available": 0}, False),  # the new pods do not come up (an image that cannot be pulled)
+    ({"total": 2}, False),  # an old pod still terminating
+])
+def test_rolled_out(settings, expected):
+    assert versions.rolled_out(_rolled(_deployment("a", "ns", "i:v1"), **settings)) is expected
+    assert versions.rolled_out(None) is False
+
+
+def test_ocm_agent_rolled_out_only_with_the_klusterlet_image():
+    member = FakeCluster("c1")
+    member.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"},
+                                "spec": {"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.4.0"}})
+    old = _rolled(_deployment("klusterlet-registration-agent", ocm.AGENT_NAMESPACE,
+                              "quay.io/open-cluster-management/registration:v1.3.1"))
+    member.add(resources.DEPLOYMENT, old)
+    report = engines.get("ocm").read_agent(member)
+    assert (report["version"], report["rolled_out"]) == ("v1.3.1", False)  # the operator has not updated the agent yet
+    member.add(resources.DEPLOYMENT, _rolled(_deployment("klusterlet-registration-agent", ocm.AGENT_NAMESPACE,
+                                                         "quay.io/open-cluster-management/registration:v1.4.0")))
+    assert engines.get("ocm").read_agent(member)["rolled_out"] is True
 
 
 def test_karmada_agent_objects_with_cert_rotation_and_fingerprint():
