@@ -77,8 +77,8 @@ def fleet(request, lab, simulations, tmp_path_factory):
     hub = lab.api(lab.hub)
     facts = ENGINES[engine]
     hub.post(facts["clusters"], dict(facts["foreign"], metadata={"name": FOREIGN}))
-    agent = next(s for s in simulations if isinstance(s, facts["agent"]) and s.info["name"] == "member2"
-                 and not getattr(s, "hosted", False))
+    agent = [s for s in simulations if isinstance(s, facts["agent"]) and s.info["name"] == "member2"
+             and not getattr(s, "hosted", False)][0]
     yield dict(engine=engine, inventory=inventory, without_member1=write_inventory(lab, directory, engine, ["member1"]),
                agent=agent)
     agent.resume()
