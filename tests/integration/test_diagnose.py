@@ -56,13 +56,16 @@ def diagnose(lab, engine, name, member=True, check_mode=False):
     return result["clusters"][0]
 
 
-def wait_for_verdict(lab, engine, name, verdict, member=True):
-    """The diagnosis of ``name`` once its verdict is ``verdict`` (LabError after WAIT seconds, naming the last one)."""
+def wait_for_verdict(lab, engine, name, verdict, member=True, objects=None):
+    """The diagnosis of ``name`` once its verdict is ``verdict`` and, when ``objects`` is given, its evidence names
+    exactly those objects (the agent's Deployment and its status object change at different moments); AssertionError
+    after WAIT seconds, naming the last diagnosis."""
     seen = {}
 
     def check():
         seen.update(diagnose(lab, engine, name, member))
-        return seen["verdict"] == verdict and dict(seen)
+        named = [e["object"] for e in seen["evidence"]]
+        return seen["verdict"] == verdict and (objects is None or named == objects) and dict(seen)
     try:
         return fleet_lab.wait_for(check, WAIT, "verdict %s for %s" % (verdict, name), interval=1)
     except fleet_lab.LabError as exc:
@@ -364,11 +367,12 @@ class TestOcm:
         kept = member.get(KLUSTERLET)["spec"].get("registrationImagePullSpec")
         member.patch(KLUSTERLET, {"spec": {"registrationImagePullSpec": UNPULLABLE}})
         try:
-            found = wait_for_verdict(lab, "ocm", "member2", "agent_not_running")
+            found = wait_for_verdict(lab, "ocm", "member2", "agent_not_running", objects=[
+                "Deployment/open-cluster-management-agent/klusterlet-registration-agent", "Klusterlet/klusterlet"])
         finally:
             member.patch(KLUSTERLET, {"spec": {"registrationImagePullSpec": kept}})
-        assert [e["object"] for e in found["evidence"]] == [
-            "Deployment/open-cluster-management-agent/klusterlet-registration-agent", "Klusterlet/klusterlet"]
+        assert found["evidence"][0]["value"] == "0/1"
+        assert found["evidence"][1]["value"].startswith("False")
         wait_for_verdict(lab, "ocm", "member2", "healthy")
 
     def test_an_expired_agent_certificate_of_a_stopped_agent(self, lab, simulations):
