@@ -131,6 +131,9 @@ def fleet_members(hosts, hostvars, hubs=None):
             agent = (((facts.get(fact) or {}).get("clusters") or [{}])[0]).get("agent")
             if agent:
                 member[key] = agent
+        hub_change = (facts.get("agent_install_registration") or {}).get("hub_change")
+        if hub_change:
+            member["hub_change"] = sorted(hub_change)
         if facts.get("fleet_upgrade_writes"):
             member["writes"] = list(facts["fleet_upgrade_writes"])
         if facts.get("fleet_not_attempted"):
@@ -327,6 +330,9 @@ def _row(name, cluster, member, engine, action, check_mode, now):
                    failed_task=member.get("failed_task") or "" if reason else "")
         if reason and member.get("diagnosis"):
             row.update(member["diagnosis"])
+        if member.get("hub_change") and not reason:
+            row["hub_change"] = "%s its hub kubeconfigs for the hub's new %s" % (
+                "would rewrite" if check_mode else "rewrote", " and ".join(member["hub_change"]))
     return row
 
 
@@ -336,8 +342,8 @@ def _short(text, width=REASON_WIDTH):
 
 
 def _cells(row, engine):
-    result = row["result"] + (" (%s)" % row["verdict"] if row.get("verdict") else "") + (
-        ": " + _short(row.get("reason") or row.get("detail")) if row.get("reason") or row.get("detail") else "")
+    said = row.get("reason") or row.get("detail") or row.get("hub_change")
+    result = row["result"] + (" (%s)" % row["verdict"] if row.get("verdict") else "") + (": " + _short(said) if said else "")
     return [str(row.get(key, "-")) for _title, key in COLUMNS[engine]] + [result]
 
 

@@ -15,12 +15,11 @@ import pytest
 import yaml
 
 from labstate import changes, snapshot
-from runner import task_result
 
 import sim_karmada_agent
 from test_site import check_play, hub_csrs, play, write_inventory
 
-HUB_CHANGE = "Say that the member's hub kubeconfigs follow the hub's new address or CA"
+HUB_CHANGE = "its hub kubeconfigs for the hub's new"  # the summary's line per member that follows the hub
 KARMADA_SECRET = "/api/v1/namespaces/karmada-system/secrets/karmada-kubeconfig"
 OCM_SECRET = "/api/v1/namespaces/open-cluster-management-agent/secrets/hub-kubeconfig-secret"
 DEPLOYMENT = "/apis/apps/v1/namespaces/karmada-system/deployments/karmada-agent"
@@ -75,20 +74,19 @@ def rebootstrap(lab, directory, engine, pull_members, registered=lambda: None):
 
     done, recap = check_play(lab, "site.yml", inventory)
     for member in pull_members:
-        assert task_result(done.stdout, HUB_CHANGE, member) == "ok", done.stdout[-4000:]
-        assert "%s: would rewrite its hub kubeconfigs for the hub's new address" % member in done.stdout
+        assert "%s: would rewrite %s address" % (member, HUB_CHANGE) in done.stdout, done.stdout[-4000:]
 
     csrs = hub_csrs(lab)
     done, recap = play("site.yml", inventory)
     assert done.returncode == 0, done.stdout[-4000:]
     for member in pull_members:
-        assert "%s: rewrote its hub kubeconfigs for the hub's new address" % member in done.stdout
+        assert "%s: rewrote %s address" % (member, HUB_CHANGE) in done.stdout, done.stdout[-4000:]
         assert recap[member]["changed"] > 0 and recap[member]["failed"] == 0, recap
         assert hub_object(lab, engine, member) == before[member]  # the same registration, not a new one
     again, recap = play("site.yml", inventory)
     assert again.returncode == 0, again.stdout[-4000:]
     assert all(r["changed"] == 0 for r in recap.values()), recap
-    assert task_result(again.stdout, HUB_CHANGE, pull_members[0]) == "skipping"
+    assert HUB_CHANGE not in again.stdout, again.stdout[-4000:]
     return url, csrs
 
 

@@ -220,6 +220,23 @@ class TestReport:
         assert [(r["name"], r["host"], r["result"]) for r in rows] == [("member1", "impostor", "failed"),
                                                                        ("member1", "member1", "registered")]
 
+    def test_members_whose_hub_kubeconfigs_followed_a_moved_hub(self):
+        change = {"address": {"from": "https://10.0.0.1:6443", "to": "https://hub:6443"}, "ca": {"from": [], "to": []}}
+        hostvars = {"moved": {"fleet_started": True, "fleet_done": True, "agent_install_registration": {"hub_change": change}},
+                    "failed": {"fleet_started": True, "fleet_failure": {"message": "refused", "task": "x"},
+                               "agent_install_registration": {"hub_change": change}},
+                    "member1": {"fleet_started": True, "fleet_done": True, "agent_install_registration": {"changed": False}}}
+        members = fleet.fleet_members(["moved", "failed", "member1"], hostvars)
+        assert [m.get("hub_change") for m in members] == [["address", "ca"], ["address", "ca"], None]
+        clusters = [cluster("moved"), cluster("failed"), cluster("member1")]
+        rows = dict((r["name"], r) for r in fleet.fleet_report(members, clusters, "karmada", now=NOW))
+        assert rows["moved"]["hub_change"] == "rewrote its hub kubeconfigs for the hub's new address and ca"
+        assert "hub_change" not in rows["failed"] and "hub_change" not in rows["member1"]  # a failure says why instead
+        assert fleet.fleet_table([rows["moved"]], "karmada")[1].endswith(
+            "registered: rewrote its hub kubeconfigs for the hub's new address and ca")
+        planned = fleet.fleet_report(members[:1], clusters[:1], "karmada", check_mode=True, now=NOW)[0]
+        assert planned["hub_change"] == "would rewrite its hub kubeconfigs for the hub's new address and ca"
+
     def test_unknown_action(self):
         with pytest.raises(AnsibleFilterError, match="register, detach"):
             fleet.fleet_report([], [], "karmada", action="join")
