@@ -67,14 +67,16 @@ def silence(cluster, now):
     return int((now - since).total_seconds()), "the hub has reported it not ready since %s" % cluster["ready_since"]
 
 
-def decide(cluster, listed, unreachable_after, force, unmarked, now):
+def decide(cluster, listed, unreachable_after, force, unmarked, now, confirmed=None):
     """The decision on ``cluster`` (its :func:`facts`) at ``now``: ``dict(name, action, reasons, why, silent_seconds)``,
     ``action`` ``remove`` or ``keep``.
 
     A candidate is a cluster not in ``listed`` (None: no such rule) or silent (:func:`silence`) for longer than
     ``unreachable_after`` seconds (None: no such rule). A candidate is kept when this collection did not register it
     (no :data:`ocm.CLUSTER_ID_ANNOTATION`) unless ``unmarked``, and when the hub still counts it as answering unless
-    ``force``: its agent would go on running, and register it again.
+    ``force``: its agent would go on running, and register it again. It is kept, too, when ``confirmed`` (None: no such
+    rule) does not name it: the clusters a listing named for removal, so that one that became a candidate since is not
+    removed without having been listed.
     """
     name = cluster["name"]
     silent, heard = silence(cluster, now)
@@ -98,6 +100,9 @@ def decide(cluster, listed, unreachable_after, force, unmarked, now):
         decision["why"] = ("%s, but %s, so it still answers (an agent would register it again): detach it with its "
                            "credentials (detach.yml), or set force=true to remove it from the hub anyway"
                            % (", ".join(said), heard))
+    elif confirmed is not None and name not in confirmed:
+        decision["why"] = ("%s; %s, but it is not among the clusters confirmed for removal (a candidate since they were "
+                           "listed): list again" % (", ".join(said), heard))
     else:
         decision.update(action="remove", why="%s; %s" % (", ".join(said), heard))
     return decision
@@ -163,7 +168,7 @@ def _remove_csrs(hub, engine, name, check_mode):
 
 def validate(engine, params):
     """FleetError for a bad option, before any request."""
-    for name in params.get("listed") or []:
+    for name in (params.get("listed") or []) + (params.get("confirmed") or []):
         engines.get(engine).validate_cluster_name(name)
     resources.check_duration("unreachable_after", params.get("unreachable_after"))
     resources.check_duration("wait_timeout", params.get("wait_timeout"), least=1)
@@ -190,12 +195,12 @@ def prune(hub, engine, params, check_mode=False, now=None):
     engine = engines.get(engine)
     validate(engine, params)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    listed = params.get("listed")
+    listed, confirmed = params.get("listed"), params.get("confirmed")
     clusters, changes, diff, warnings, failed = [], [], [], [], []
     changed = False
     for found, obj in read(hub, engine):
         decision = decide(found, None if listed is None else set(listed), params.get("unreachable_after"),
-                          params["force"], params["unmarked"], now)
+                          params["force"], params["unmarked"], now, None if confirmed is None else set(confirmed))
         clusters.append(decision)
         if decision["action"] != "remove":
             decision["action"] = "kept"

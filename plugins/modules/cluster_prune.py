@@ -43,6 +43,14 @@ options:
       - Seconds; a cluster the hub has not heard from for longer is a candidate. Unset, no cluster is a candidate for
         that reason.
     type: int
+  confirmed:
+    description:
+      - The clusters confirmed for removal, typically the RV(removed) of a listing in check mode. A candidate outside
+        this list is kept, so that a cluster that became a candidate after the listing is not removed without having
+        been listed.
+      - Unset, every candidate that is not kept for another reason is removed.
+    type: list
+    elements: str
   force:
     description:
       - Also remove candidates the hub still counts as answering, and remove the finalizers of objects that are not
@@ -100,6 +108,14 @@ EXAMPLES = r"""
     unreachable_after: 86400
   check_mode: true
   register: candidates
+
+- name: Remove them, but none that became a candidate after the listing
+  multicluster.fleet.cluster_prune:
+    kubeconfig: /etc/fleet/hub.kubeconfig
+    engine: ocm
+    listed: "{{ groups['members'] | map('extract', hostvars, 'cluster_name') | list }}"
+    unreachable_after: 86400
+    confirmed: "{{ candidates.removed }}"
 
 - name: Remove a decommissioned cluster that will never answer again
   multicluster.fleet.cluster_prune:
@@ -180,6 +196,7 @@ def module_spec():
         argument_spec=dict(
             engine=dict(type="str", required=True, choices=list(NAMES)),
             listed=dict(type="list", elements="str"),
+            confirmed=dict(type="list", elements="str"),
             unreachable_after=dict(type="int"),
             force=dict(type="bool", default=False),
             unmarked=dict(type="bool", default=False),

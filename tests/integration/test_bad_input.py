@@ -220,6 +220,8 @@ ROWS = [
      ["nothing was written: cluster 'bad-input' is not registered on the hub"]),
     ("cluster_prune", "uppercase cluster name in listed", lambda c: dict(listed=["member1", "Member2"]),
      ["invalid cluster name 'Member2'"]),
+    ("cluster_prune", "uppercase cluster name in confirmed", lambda c: dict(confirmed=["Member3"]),
+     ["invalid cluster name 'Member3'"]),
     ("cluster_prune", "negative unreachable_after", lambda c: dict(unreachable_after=-1),
      ["unreachable_after must not be negative, got -1"]),
     ("cluster_prune", "wait_sleep of 0", lambda c: dict(wait_sleep=0), ["wait_sleep must be at least 1 second, got 0"]),

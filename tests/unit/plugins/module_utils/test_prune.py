@@ -69,6 +69,15 @@ def test_a_push_member_is_silent_since_its_ready_condition_changed():
     assert "the hub has reported it not ready since %s" % HOUR_AGO in decision["why"]
 
 
+def test_a_candidate_the_listing_did_not_name_is_kept_when_removals_are_confirmed():
+    silent = cluster(lease_renewed=HOUR_AGO)
+    kept = prune.decide(silent, {"member1"}, None, False, False, NOW, confirmed={"member3"})
+    assert (kept["action"], kept["reasons"]) == ("keep", ["not_listed"])
+    assert kept["why"].endswith("but it is not among the clusters confirmed for removal (a candidate since they were "
+                                "listed): list again")
+    assert prune.decide(silent, {"member1"}, None, False, False, NOW, confirmed={"member2"})["action"] == "remove"
+
+
 def test_a_cluster_this_collection_did_not_register_is_kept_unless_unmarked():
     foreign = cluster(name="foreign", marked=False, lease_renewed=HOUR_AGO)
     kept = decide(foreign)
@@ -122,6 +131,15 @@ def test_prune_removes_a_silent_unlisted_push_member_and_keeps_the_rest(fake_clu
     assert (again["removed"], again["changed"]) == ([], False)
 
 
+def test_prune_removes_only_what_was_confirmed(fake_cluster):
+    hub = fake_cluster
+    push_cluster(hub, "member3", HOUR_AGO)
+    push_cluster(hub, "member4", HOUR_AGO)  # silent and unlisted too, but not in the listing the user confirmed
+    done = prune.prune(hub, "karmada", dict(PARAMS, confirmed=["member3"]), now=NOW)
+    assert (done["removed"], done["kept"]) == (["member3"], ["member4"])
+    assert hub.request("GET", karmada.CLUSTER.path(None, "member4"))
+
+
 def test_prune_removes_an_ocm_cluster_whose_lease_ran_out(fake_cluster):
     hub = fake_cluster
     hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
@@ -155,6 +173,8 @@ def test_prune_removes_a_pull_member_with_its_works_rbac_and_csrs(fake_cluster):
 def test_bad_options_fail_before_any_request(fake_cluster):
     with pytest.raises(FleetError, match="invalid cluster name 'Member1'"):
         prune.prune(fake_cluster, "karmada", dict(PARAMS, listed=["Member1"]))
+    with pytest.raises(FleetError, match="invalid cluster name 'Member3'"):
+        prune.prune(fake_cluster, "karmada", dict(PARAMS, confirmed=["Member3"]))
     with pytest.raises(FleetError, match="unreachable_after must not be negative"):
         prune.prune(fake_cluster, "karmada", dict(PARAMS, unreachable_after=-5))
     assert fake_cluster.calls == []
