@@ -18,30 +18,16 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
-from runner import ROOT, recap_of, run_module, run_playbook, summary
+from runner import run_module, summary
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import sim_karmada_agent
 import sim_klusterlet
+from test_site import play, write_inventory
 
 WAIT = 90  # seconds a verdict may take to show or to clear (a simulation's next round, an RBAC cache)
 RBAC = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/"
 UNPULLABLE = "unreachable.invalid/fleet/agent:v0"
-
-
-def write_inventory(lab, directory, engine):
-    with open(lab.inventory) as handle:
-        inventory = yaml.safe_load(handle)
-    inventory["all"]["vars"]["fleet_engine"] = engine
-    path = directory / ("%s.yml" % engine)
-    path.write_text(yaml.safe_dump(inventory))
-    return str(path)
-
-
-def play(name, inventory, **extra_vars):
-    done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", name)}], inventory=inventory,
-                        extra_vars=extra_vars or None)
-    return done, recap_of(done.stdout)
 
 
 def auth(lab, name):

@@ -15,13 +15,13 @@ import os
 import re
 
 import pytest
-import yaml
 
 from labstate import changes, snapshot
 from runner import ROOT, recap_of, run_playbook
 
 import sim_karmada_agent
 import sim_klusterlet
+from test_site import write_inventory
 
 FOREIGN = "foreign-prune"
 KARMADA_CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -36,17 +36,6 @@ ENGINES = {
                 foreign={"apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
                          "spec": {"hubAcceptsClient": False}}),
 }
-
-
-def write_inventory(lab, directory, engine, without=()):
-    with open(lab.inventory) as handle:
-        inventory = yaml.safe_load(handle)
-    inventory["all"]["vars"]["fleet_engine"] = engine
-    for host in without:
-        del inventory["all"]["children"]["members"]["hosts"][host]
-    path = directory / ("%s%s.yml" % (engine, "".join("-" + h for h in without)))
-    path.write_text(yaml.safe_dump(inventory))
-    return str(path)
 
 
 def play(name, inventory, check=False, **extra_vars):
@@ -79,7 +68,7 @@ def fleet(request, lab, simulations, tmp_path_factory):
     hub.post(facts["clusters"], dict(facts["foreign"], metadata={"name": FOREIGN}))
     agent = [s for s in simulations if isinstance(s, facts["agent"]) and s.info["name"] == "member2"
              and not getattr(s, "hosted", False)][0]
-    yield dict(engine=engine, inventory=inventory, without_member1=write_inventory(lab, directory, engine, ["member1"]),
+    yield dict(engine=engine, inventory=inventory, without_member1=write_inventory(lab, directory, engine, without=["member1"]),
                agent=agent)
     agent.resume()
     if FOREIGN in names(lab, engine):

@@ -31,19 +31,21 @@ def hub_csrs(lab):
     return {c["metadata"]["name"] for c in lab.api(lab.hub).get("/apis/certificates.k8s.io/v1/certificatesigningrequests")["items"]}
 
 
-def write_inventory(lab, tmp_path, engine, broken=False, member_vars=None):
+def write_inventory(lab, tmp_path, engine, broken=False, member_vars=None, without=()):
     """The lab's inventory with ``fleet_engine`` set; ``broken`` adds a member whose kubeconfig is missing;
-    ``member_vars`` ({host: variables}) adds variables to members."""
+    ``member_vars`` ({host: variables}) adds variables to members; the members ``without`` names are left out."""
     with open(lab.inventory) as handle:
         inventory = yaml.safe_load(handle)
     inventory["all"]["vars"]["fleet_engine"] = engine
     for host, variables in (member_vars or {}).items():
         inventory["all"]["children"]["members"]["hosts"][host].update(variables)
+    for host in without:
+        del inventory["all"]["children"]["members"]["hosts"][host]
     if broken:
         inventory["all"]["children"]["members"]["hosts"]["broken"] = {
             "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}",
             "kubeconfig": str(tmp_path / "missing.kubeconfig"), "cluster_name": "broken", "registration_mode": "push"}
-    path = tmp_path / ("%s%s.yml" % (engine, "-broken" if broken else ""))
+    path = tmp_path / ("%s%s%s.yml" % (engine, "-broken" if broken else "", "".join("-" + host for host in without)))
     path.write_text(yaml.safe_dump(inventory))
     return str(path)
 
