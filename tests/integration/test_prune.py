@@ -11,17 +11,15 @@ Karmada: member1 joins by push, member2 registers by pull; OCM: both register by
 """
 
 import datetime
-import os
 import re
 
 import pytest
 
 from labstate import changes, snapshot
-from runner import ROOT, recap_of, run_playbook
 
 import sim_karmada_agent
 import sim_klusterlet
-from test_site import write_inventory
+from test_site import play as site_play, write_inventory
 
 FOREIGN = "foreign-prune"
 KARMADA_CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
@@ -39,10 +37,10 @@ ENGINES = {
 
 
 def play(name, inventory, check=False, **extra_vars):
-    done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", name)}], inventory=inventory,
-                        extra_vars=extra_vars or None, check=check)
+    """A playbook run that succeeds: its output and the number of changes over all hosts."""
+    done, recap = site_play(name, inventory, check=check, **extra_vars)
     assert done.returncode == 0, done.stdout[-6000:]
-    return done.stdout, sum(counts["changed"] for counts in recap_of(done.stdout).values())
+    return done.stdout, sum(counts["changed"] for counts in recap.values())
 
 
 def listed(stdout, name):
