@@ -105,10 +105,14 @@ def admin_token(api, name="fleet-test-admin"):
                         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
                         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "kube-system"}]})
 
+    # Kubernetes 1.24 and newer create no token Secret for a ServiceAccount by themselves: ask for one (the token
+    # controller fills it in on every version).
+    secret = "/api/v1/namespaces/kube-system/secrets/" + name
+    if not api.exists(secret):
+        api.post("/api/v1/namespaces/kube-system/secrets",
+                 {"metadata": {"name": name, "annotations": {"kubernetes.io/service-account.name": name}},
+                  "type": "kubernetes.io/service-account-token"})
+
     def issued():
-        secrets = api.get("/api/v1/namespaces/kube-system/secrets")["items"]
-        tokens = [s["data"]["token"] for s in secrets if s.get("type") == "kubernetes.io/service-account-token"
-                  and s["metadata"]["annotations"].get("kubernetes.io/service-account.name") == name
-                  and (s.get("data") or {}).get("token")]
-        return tokens[0] if tokens else None
+        return (api.get(secret).get("data") or {}).get("token")
     return base64.b64decode(fleet_lab.wait_for(issued, 30, "the token of ServiceAccount kube-system/" + name)).decode()

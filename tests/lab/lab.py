@@ -411,6 +411,24 @@ def find_binaries():
     return bin_dir
 
 
+VERSION_RE = re.compile(r"v(\d+)\.(\d+)\.(\d+)")
+
+
+@functools.lru_cache(maxsize=None)
+def binary_version(bin_dir):
+    """(major, minor, patch) of the kube-apiserver in ``bin_dir``, from its own ``--version``."""
+    binary = os.path.join(bin_dir, "kube-apiserver")
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, check=False)
+    found = VERSION_RE.search(done.stdout)
+    if done.returncode != 0 or not found:
+        raise LabError(f"{binary} --version did not name a version: {(done.stdout + done.stderr).strip()[:200]}")
+    return tuple(int(part) for part in found.groups())
+
+
+def version_text(version):
+    return "v%d.%d.%d" % version
+
+
 def find_etcd():
     """Return the etcd binary (Debian package etcd-server)."""
     etcd = shutil.which("etcd") or "/usr/bin/etcd"
@@ -466,6 +484,7 @@ class Lab:
         self.clusters = {}
         self.hub = None
         self.engine = None
+        self.version = None            # Kubernetes version of the binaries, "v1.36.2"
         self._children = {}            # pid -> Popen, for processes this Python process started
         self._lock = threading.Lock()  # guards state.json writes from the start threads
         self._abort = threading.Event()
@@ -480,6 +499,7 @@ class Lab:
         except FileNotFoundError:
             raise LabError(f"no lab in {lab.dir} (state.json missing); run: lab.py up --dir {lab.dir}") from None
         lab.clusters, lab.hub, lab.engine = state["clusters"], state["hub"], state["engine"]
+        lab.version = state.get("version")
         return lab
 
     def api(self, name):
@@ -505,6 +525,7 @@ class Lab:
             if running:
                 raise LabError(f"a lab is already running in {self.dir} (pids {running}); stop it with down first")
         bin_dir, etcd = find_binaries(), find_etcd()
+        self.version = version_text(binary_version(bin_dir))
         self.hub = "hub" if "hub" in names else names[0]
         self.engine = engine
         os.makedirs(self.dir, exist_ok=True)
@@ -519,7 +540,8 @@ class Lab:
                 if attempt == PORT_ATTEMPTS:
                     raise LabError(f"{e} (tried {PORT_ATTEMPTS} sets of ports)") from None
                 say(f"{e}; starting again on other ports")
-        say(f"lab up in {time.monotonic() - started:.1f}s: {', '.join(names)}; inventory {self.inventory}")
+        say(f"lab up in {time.monotonic() - started:.1f}s: Kubernetes {self.version} from {bin_dir}: {', '.join(names)}; "
+            f"inventory {self.inventory}")
         return self
 
     def _start_clusters(self, names, bin_dir, etcd, timeout):
@@ -607,6 +629,9 @@ class Lab:
         """Return the command line of process ``proc`` of cluster ``name``."""
         info = self.clusters[name]
         ports = info["ports"]
+        # kube-apiserver's --insecure-port and kube-controller-manager's --port were removed in 1.24 (either then
+        # makes the process exit "unknown flag"); before, both served plain HTTP unless set to 0.
+        plain_http_off = binary_version(bin_dir) < (1, 24, 0)
 
         def pki(filename):
             return os.path.join(info["dir"], "pki", filename)
@@ -623,7 +648,7 @@ class Lab:
             return [os.path.join(bin_dir, proc),
                     f"--etcd-servers=http://{HOST}:{ports['etcd_client']}",
                     f"--bind-address={HOST}", f"--advertise-address={HOST}",
-                    f"--secure-port={ports['apiserver']}", "--insecure-port=0",
+                    f"--secure-port={ports['apiserver']}", *(["--insecure-port=0"] if plain_http_off else []),
                     f"--cert-dir={os.path.join(info['dir'], 'pki')}",
                     f"--client-ca-file={pki('ca.crt')}",
                     f"--tls-cert-file={pki('apiserver.crt')}", f"--tls-private-key-file={pki('apiserver.key')}",
@@ -642,8 +667,7 @@ class Lab:
                 f"--cluster-signing-cert-file={pki('ca.crt')}", f"--cluster-signing-key-file={pki('ca.key')}",
                 f"--service-account-private-key-file={pki('sa.key')}", f"--root-ca-file={pki('ca.crt')}",
                 "--use-service-account-credentials=true", "--leader-elect=false",
-                # 1.20 still serves plain HTTP on 10252 unless --port=0; no HTTPS endpoint either.
-                "--port=0", "--secure-port=0"]
+                "--secure-port=0", *(["--port=0"] if plain_http_off else [])]
 
     def _spawn(self, name, proc, command):
         """Start one process in its own session, logging to its log file, and record its pid."""
@@ -704,7 +728,8 @@ class Lab:
         # named "hub" is "hub-cluster"; cluster_name keeps the cluster's own name.
         hub_host = self.hub + "-cluster" if self.hub in ("hub", "members") else self.hub
         inventory = {"all": {
-            "vars": {"fleet_engine": self.engine},
+            # Written for people reading the inventory (and tests): the playbooks do not read it.
+            "vars": {"fleet_engine": self.engine, "fleet_lab_kubernetes_version": self.version},
             "children": {
                 "hub": {"hosts": {hub_host: host(self.hub, hub_apiserver=self.clusters[self.hub]["server"])}},
                 "members": {"hosts": {n: host(n, registration_mode=("push", "pull")[i % 2])
@@ -716,8 +741,8 @@ class Lab:
 
     def _save(self):
         """Write state.json."""
-        state = {"dir": self.dir, "hub": self.hub, "engine": self.engine, "inventory": self.inventory,
-                 "clusters": self.clusters}
+        state = {"dir": self.dir, "hub": self.hub, "engine": self.engine, "version": self.version,
+                 "inventory": self.inventory, "clusters": self.clusters}
         _write(self.state_file, json.dumps(state, indent=2) + "\n", mode=0o644)
 
     # -- down and status ---------------------------------------------------------------------------
@@ -841,12 +866,14 @@ def main(argv=None):
                                    timeout=args.timeout)
             for name, info in lab.clusters.items():
                 print(f"{name}\t{info['server']}\t{info['kubeconfig']}")
+            print(f"kubernetes\t{lab.version}")
             print(f"inventory\t{lab.inventory}")
         elif args.command == "down":
             Lab.load(args.dir).down()
         else:
             lab = Lab.load(args.dir)
             status = lab.status()
+            print(f"kubernetes\t{lab.version or 'unknown'}")
             for name, (ready, detail) in status.items():
                 role = "hub" if name == lab.hub else "member"
                 print(f"{name}\t{role}\t{lab.clusters[name]['server']}\t{'ready' if ready else 'DOWN'}\t{detail}")
