@@ -1,14 +1,42 @@
 #!/usr/bin/env bash
 # Prepare a Debian machine to run the collection, its lab and its tests. Idempotent.
 #
-#   source tests/setup.sh     # exports FLEET_VENV, FLEET_LAB_BIN, PATH
+#   source tests/setup.sh     # exports FLEET_VENV, FLEET_LAB_BIN, FLEET_LAB_BIN_OLDEST, PATH
+#
+# The virtualenv runs on the newest Python 3.12 to 3.14 found (python3.X on PATH, then pyenv's), which takes the
+# newest ansible-core release; with none of them it falls back to Python 3 (Debian 12: 3.11, ansible-core 2.19) and
+# says so.
 #
 # Environment:
-#   FLEET_VENV        virtualenv to create/use (default: ~/.cache/multicluster-fleet/venv)
-#   FLEET_LAB_CACHE   lab binary cache root (see tests/lab/build.sh)
+#   FLEET_PYTHON        the Python to build the virtualenv with (default: chosen as above)
+#   FLEET_VENV          virtualenv to create/use (default: ~/.cache/multicluster-fleet/venv-<python version>)
+#   FLEET_LAB_PREBUILT  a directory with kube-apiserver, kube-controller-manager and their SHA256SUMS: the lab runs
+#                       them when the checksums hold (otherwise, or unset, the Debian build)
+#   FLEET_LAB_BIN       the lab's binaries, when set (overrides FLEET_LAB_PREBUILT)
+#   FLEET_LAB_CACHE     lab binary cache root (see tests/lab/build.sh)
 set -euo pipefail
 _fleet_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-FLEET_VENV="${FLEET_VENV:-$HOME/.cache/multicluster-fleet/venv}"
+
+_fleet_newest_python() {
+  local minor candidate pyenv="${PYENV_ROOT:-$HOME/.pyenv}"
+  for minor in 14 13 12; do
+    candidate="$(command -v "python3.$minor" 2>/dev/null || true)"
+    # pyenv's shim exists for every installed version but runs only the selected ones: ask the version itself.
+    if [ -n "$candidate" ] && "$candidate" -c 'import venv' >/dev/null 2>&1; then echo "$candidate"; return; fi
+    for candidate in "$pyenv"/versions/3."$minor"*/bin/python3."$minor"; do
+      [ -x "$candidate" ] && { echo "$candidate"; return; }
+    done
+  done
+}
+if [ -z "${FLEET_PYTHON:-}" ]; then
+  FLEET_PYTHON="$(_fleet_newest_python)"
+  if [ -z "$FLEET_PYTHON" ]; then
+    FLEET_PYTHON="$(command -v python3)"
+    echo "[setup] no Python 3.12 or newer found: using $("$FLEET_PYTHON" -V 2>&1), whose newest ansible-core is 2.19 (end of life)" >&2
+  fi
+fi
+_fleet_pyver="$("$FLEET_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+FLEET_VENV="${FLEET_VENV:-$HOME/.cache/multicluster-fleet/venv-$_fleet_pyver}"
 
 _missing=()
 for _p in rsync shellcheck git; do dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p"); done
@@ -19,12 +47,25 @@ if [ ${#_missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${_sudo[@]}" apt-get install -y -qq "${_missing[@]}" >/dev/null
 fi
 
+# The Debian build is the oldest Kubernetes the collection supports (the version matrix's smoke runs on it); the lab
+# runs the prebuilt binaries when they are given and intact.
 echo "[setup] lab binaries" >&2
-FLEET_LAB_BIN="$(bash "$_fleet_root/tests/lab/build.sh")"
+FLEET_LAB_BIN_OLDEST="$(bash "$_fleet_root/tests/lab/build.sh")"
+if [ -z "${FLEET_LAB_BIN:-}" ]; then
+  FLEET_LAB_BIN="$FLEET_LAB_BIN_OLDEST"
+  if [ -n "${FLEET_LAB_PREBUILT:-}" ]; then
+    if [ -f "$FLEET_LAB_PREBUILT/SHA256SUMS" ] && (cd "$FLEET_LAB_PREBUILT" && sha256sum --quiet -c SHA256SUMS) >/dev/null 2>&1; then
+      FLEET_LAB_BIN="$(cd "$FLEET_LAB_PREBUILT" && pwd)"
+    else
+      echo "[setup] FLEET_LAB_PREBUILT=$FLEET_LAB_PREBUILT: missing, or its SHA256SUMS do not hold; using the Debian build" >&2
+    fi
+  fi
+fi
+echo "[setup] lab: Kubernetes $("$FLEET_LAB_BIN/kube-apiserver" --version | awk '{print $2}') from $FLEET_LAB_BIN" >&2
 
 if [ ! -x "$FLEET_VENV/bin/python" ]; then
-  echo "[setup] creating virtualenv $FLEET_VENV" >&2
-  python3 -m venv "$FLEET_VENV"
+  echo "[setup] creating virtualenv $FLEET_VENV ($("$FLEET_PYTHON" -V 2>&1))" >&2
+  "$FLEET_PYTHON" -m venv "$FLEET_VENV"
 fi
 _stamp="$FLEET_VENV/.fleet-requirements"
 _want="$(cat "$_fleet_root/requirements.txt" "$_fleet_root/meta/requirements.txt" "$_fleet_root/tests/requirements.txt" | sha256sum | cut -c1-16)"
@@ -52,6 +93,6 @@ if wanted:
 PY
 done
 
-export FLEET_VENV FLEET_LAB_BIN
+export FLEET_VENV FLEET_LAB_BIN FLEET_LAB_BIN_OLDEST
 export PATH="$FLEET_VENV/bin:$PATH"
-echo "[setup] ready: venv $FLEET_VENV, lab binaries $FLEET_LAB_BIN" >&2
+echo "[setup] ready: venv $FLEET_VENV ($(ansible --version | head -1)), lab binaries $FLEET_LAB_BIN" >&2
