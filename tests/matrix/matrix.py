@@ -1,9 +1,10 @@
-"""The version matrix: every ansible-core in the range meta/runtime.yml declares, each in a virtualenv of its own on
-the Python it needs, and the newest pre-release of ansible-core when there is one.
+"""The version matrix: every ansible-core release from the lowest meta/runtime.yml declares to the newest on PyPI, each
+in a virtualenv of its own on the Python it needs, and the newest pre-release of ansible-core when there is one.
 
-    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare]
+    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare,awx]
 
-For each version in the range (its newest release, on the oldest Python found here that it installs on):
+For each minor version from the declared lowest to the newest released (its newest release, on the oldest Python
+found here that it installs on; the ansible-core running this script on the Python running it):
     unit        pytest tests/unit
     doc         ansible-doc of every module, inventory and filter plugin
     compare     tests/integration/test_in_worker_execution.py: one playbook run with the modules on the controller and
@@ -11,15 +12,21 @@ For each version in the range (its newest release, on the oldest Python found he
     smoke       tests/matrix/smoke.py: per engine, site.yml, again (changed=0), --check, detach.yml, on both paths
 on the newest also ``awx``: tests/integration/test_awx.py (site.yml, again and detach.yml as ansible-runner jobs
 in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version
-(``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on the oldest, asks for the newest only). The
-entry of the ansible-core and Python running this script skips the steps ``--covered`` names (tests/run.sh's unit
-and integration stages ran them there). The pre-release runs smoke only, and its result is reported without failing
-the matrix.
+(``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on its own version, the newest, asks for the oldest
+only). The entry of the ansible-core and Python running this script skips the steps ``--covered`` names (tests/run.sh's
+unit and integration stages ran them there). The pre-release runs smoke only, and its result is reported without
+failing the matrix.
+
+The labs of the matrix run the oldest Kubernetes the collection supports, $FLEET_LAB_BIN_OLDEST (tests/setup.sh: the
+Debian build, 1.20), when it is set: the integration and molecule stages run the current one ($FLEET_LAB_BIN).
+
+meta/runtime.yml declares a lower bound only: the newest release is whatever pip finds, so that the matrix is what
+keeps it honest.
 
 Pythons are looked for as /usr/bin/pythonX.Y and under pyenv's versions directory ($PYENV_ROOT, else ~/.pyenv);
 none is downloaded. Which versions exist (and on which Python each installs) pip tells: ``pip index versions``.
 Virtualenvs are kept under $FLEET_MATRIX_CACHE (default ~/.cache/multicluster-fleet/matrix), one per version,
-reinstalled when the requirements change. Exits 1 if a step of a version in the range failed.
+reinstalled when the requirements change. Exits 1 if a step of a released version failed.
 """
 
 import argparse
@@ -57,15 +64,14 @@ def version_key(version):
     return tuple(int(part) for part in release.split(".")) + ((1, "") if not suffix else (0, suffix))
 
 
-def declared_range():
-    """(lowest, highest) minor versions, as tuples, of meta/runtime.yml's requires_ansible (>=A.B.C,<D.E)."""
+def declared_lowest():
+    """The lowest minor version, as a tuple, of meta/runtime.yml's requires_ansible (>=A.B.C)."""
     with open(os.path.join(ROOT, "meta", "runtime.yml")) as handle:
         text = handle.read()
-    found = re.search(r'^requires_ansible:\s*["\']>=(\d+)\.(\d+)(?:\.\d+)?,\s*<(\d+)\.(\d+)["\']', text, re.MULTILINE)
+    found = re.search(r'^requires_ansible:\s*["\']>=(\d+)\.(\d+)(?:\.\d+)?["\']', text, re.MULTILINE)
     if not found:
-        raise SystemExit("meta/runtime.yml: requires_ansible is not of the form '>=A.B.C,<D.E'")
-    low, high = (int(found.group(1)), int(found.group(2))), (int(found.group(3)), int(found.group(4)))
-    return low, (high[0], high[1] - 1)
+        raise SystemExit("meta/runtime.yml: requires_ansible is not of the form '>=A.B.C' (a lower bound only)")
+    return int(found.group(1)), int(found.group(2))
 
 
 def pythons():
@@ -91,15 +97,21 @@ def available(python):
     return listed.group(1).split(", ") if listed else []
 
 
-def select(low, high, interpreters):
-    """([(version, python version, python path)] of the range, pre-release entry or None)."""
+def select(low, interpreters, here):
+    """([(version, python version, python path)] from ``low`` to the newest released minor, pre-release entry or None).
+
+    ``here`` is (ansible-core, Python version, Python path) of this script: that release is tested on this Python."""
     where = {}  # version -> oldest Python it installs on
     for name in sorted(interpreters, key=lambda n: tuple(map(int, n.split(".")))):
         for version in available(interpreters[name]):
             where.setdefault(version, name)
+    where[here[0]] = here[1]
+    interpreters = dict(interpreters, **{here[1]: here[2]})
+    released = [v for v in where if not PRE_RELEASE.search(v) and v.startswith("%d." % low[0])]
+    high = max(int(v.split(".")[1]) for v in released) if released else low[1]
     chosen = []
-    for minor in range(low[1], high[1] + 1):
-        releases = [v for v in where if v.startswith("%d.%d." % (low[0], minor)) and not PRE_RELEASE.search(v)]
+    for minor in range(low[1], high + 1):
+        releases = [v for v in released if v.startswith("%d.%d." % (low[0], minor))]
         if not releases:
             raise SystemExit("no release of ansible-core %d.%d installs on %s" % (low[0], minor, ", ".join(interpreters)))
         newest = max(releases, key=version_key)
@@ -150,6 +162,8 @@ def plugin_names():
 
 def environment(bin_dir):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS, ANSIBLE_FORCE_COLOR="0", PY_COLORS="0")
+    if env.get("FLEET_LAB_BIN_OLDEST"):
+        env["FLEET_LAB_BIN"] = env["FLEET_LAB_BIN_OLDEST"]
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     env.pop("VIRTUAL_ENV", None)
     env.pop("MULTICLUSTER_FLEET_MODULE_PROCESS", None)
@@ -207,12 +221,14 @@ def main():
     args = parser.parse_args()
     covered = set(filter(None, args.covered.split(",")))
     started = time.monotonic()
-    low, high = declared_range()
+    low = declared_lowest()
     interpreters = pythons()
-    log("declared range (meta/runtime.yml): ansible-core %d.%d to %d.%d; Pythons here: %s" % (
-        low + high + (", ".join("%s %s" % item for item in sorted(interpreters.items())),)))
-    chosen, pre = select(low, high, interpreters)
     here = (ansible_release, "%d.%d" % sys.version_info[:2])
+    chosen, pre = select(low, interpreters, here + (sys.executable,))
+    log("ansible-core %d.%d (meta/runtime.yml's lowest) to %s (the newest release); Pythons here: %s" % (
+        low + (chosen[-1][0], ", ".join("%s %s" % item for item in sorted(interpreters.items())))))
+    lab = os.environ.get("FLEET_LAB_BIN_OLDEST") or os.environ.get("FLEET_LAB_BIN") or "tests/lab/build.sh's build"
+    log("labs: %s" % lab)
     for version, python_version, _path in chosen:
         own = covered and (version, python_version) == here
         log("found ansible-core %s (Python %s)%s" % (
@@ -222,7 +238,8 @@ def main():
         chosen = [entry for entry in chosen if entry[0].startswith(args.only + ".")]
         pre = pre if pre and pre[0].startswith(args.only + ".") else None
     results = []  # (version, step, ok, seconds, counts)
-    smokes = concurrent.futures.ThreadPoolExecutor(1)  # one smoke set (two labs) at a time, beside the other steps
+    # Two smoke sets (two labs each) at a time, beside the other steps: they mostly wait on the labs' simulations.
+    smokes = concurrent.futures.ThreadPoolExecutor(2)
     pending = []
 
     def record(version, label, outcome, counts=True):
@@ -234,17 +251,22 @@ def main():
         elif label == "smoke":  # its steps and their times
             print("\n".join(line for line in output.splitlines() if line.startswith("[matrix]")), flush=True)
 
-    for index, (version, python_version, python) in enumerate(chosen + ([pre] if pre else [])):
-        is_pre = pre is not None and version == pre[0]
+    # Every virtualenv first, so that each smoke set starts as soon as a smoke thread is free; then the other steps.
+    entries = []
+    for version, python_version, python in chosen + ([pre] if pre else []):
         t0 = time.monotonic()
-        bin_dir = virtualenv(version, python)
+        # The test run's own ansible-core and Python run from its own virtualenv.
+        bin_dir = os.path.dirname(sys.executable) if (version, python_version) == here else virtualenv(version, python)
         log("%-12s venv     %6.1f s  (Python %s, %s)" % (version, time.monotonic() - t0, python_version, bin_dir))
         env = environment(bin_dir)
-        py = os.path.join(bin_dir, "python")
-        smoke = [py, os.path.join(ROOT, "tests", "matrix", "smoke.py")]
+        smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py")]
+        is_pre = pre is not None and version == pre[0]
         pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
-        if is_pre:
-            continue
+        if not is_pre:
+            entries.append((version, python_version, bin_dir, env))
+    wanted = {"both": (0, len(chosen) - 1), "oldest": (0,), "newest": (len(chosen) - 1,), "none": ()}[args.sanity]
+    for index, (version, python_version, bin_dir, env) in enumerate(entries):
+        py = os.path.join(bin_dir, "python")
         skipped = covered if (version, python_version) == here else set()
         if "unit" not in skipped:
             record(version, "unit", step("unit", [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], env))
@@ -252,10 +274,9 @@ def main():
         if "compare" not in skipped:
             record(version, "compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
                                                         "-q", "-p", "no:cacheprovider"], env))
-        if index == len(chosen) - 1:
+        if index == len(chosen) - 1 and "awx" not in skipped:
             record(version, "awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
                                                 "no:cacheprovider"], env))
-        wanted = {"both": (0, len(chosen) - 1), "oldest": (0,), "newest": (len(chosen) - 1,), "none": ()}[args.sanity]
         if index in wanted:
             record(version, "sanity", sanity_step(bin_dir, python_version, env))
     for version, counts, future in pending:
