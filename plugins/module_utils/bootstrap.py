@@ -368,7 +368,7 @@ def insecure_tls_context():
 def _verified_context(ca_pem):
     """A TLS context trusting only ``ca_pem`` and checking the host name."""
     try:
-        return ssl.create_default_context(cadata=ca_pem)
+        return client.verifying_context(cadata=ca_pem)
     except (ssl.SSLError, ValueError) as exc:
         raise FleetError("cannot use the CA from %s for TLS: %s" % (CLUSTER_INFO, exc))
 

@@ -459,11 +459,19 @@ class _Unreachable(Exception):
         self.hint = hint
 
 
+def verifying_context(cafile=None, cadata=None):
+    """A TLS context that verifies the server against ``cafile`` / ``cadata`` (else the system's CAs) as Kubernetes'
+    own clients (Go) and urllib3 do: without Python 3.13's VERIFY_X509_STRICT, which also refuses a certificate that
+    lacks an Authority Key Identifier, as many cluster CAs issue them."""
+    context = ssl.create_default_context(cafile=cafile, cadata=cadata)
+    context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+    return context
+
+
 def _tls_context(config):
     """The TLS settings of ``config``: its CA (else the system's), client certificate, and verification."""
     try:
-        context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
-        context.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)  # as urllib3 and Go verify
+        context = verifying_context(cafile=config.ssl_ca_cert or None)
         if config.cert_file:
             context.load_cert_chain(config.cert_file, config.key_file)
     except (OSError, ValueError) as exc:

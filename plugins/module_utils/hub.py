@@ -24,7 +24,7 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, engines, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, karmada, ocm, pki, resources, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
@@ -241,7 +241,7 @@ def _trusting_context(ca_pem):
 
     The host name is not checked: what matters here is which CA signed the server's certificate.
     """
-    context = ssl.create_default_context(cadata=ca_pem)
+    context = client.verifying_context(cadata=ca_pem)
     context.check_hostname = False
     context.verify_flags |= getattr(ssl, "VERIFY_X509_PARTIAL_CHAIN", 0)
     return context
