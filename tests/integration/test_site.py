@@ -274,7 +274,7 @@ class TestKarmada:
         assert task_result(stdout, PUSH_JOIN, "member1") == "changed", stdout[-4000:]
         rows = summary(stdout)
         assert (rows["member1"]["VERSION"], rows["member1"]["MODE"], rows["member1"]["READY"], rows["member1"]["RESULT"]) == (
-            "v1.20.2", "Push", "True", "registered")
+            lab.version, "Push", "True", "registered")
         assert (rows["member2"]["MODE"], rows["member2"]["READY"], rows["member2"]["RESULT"]) == ("Pull", "True", "registered")
         hub = lab.api(lab.hub)
         for member in ("member1", "member2"):
