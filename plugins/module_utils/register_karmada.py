@@ -32,7 +32,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock impo
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import failed_after, merge_written
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
     Registrar, certificate_expiration, certificate_problem, check_identity, credentials_problem, hub_change, hub_server,
-    hub_trust, in_flight_name, proxy_problem, secret_value, utc_now)
+    hub_trust, in_flight_name, proxy_problem, renewal_warning, secret_value, utc_now)
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
@@ -365,6 +365,9 @@ class KarmadaRegistration(Registrar):
             self._store_agent_kubeconfig(server, discovered["ca_pem"], cert_pem, key_pem)
             self._forget_in_flight()
             expiration = certificate_expiration(cert_pem)
+            warning = renewal_warning(self.reg, cert_pem)
+            if warning:
+                report.warnings.append(warning)
         self.certificate_pem = cert_pem
         result.update(csr_name=name, csr_resumed=resumed, hub_server=server, ca_pins=discovered["ca_pins"],
                       certificate_expiration=expiration)

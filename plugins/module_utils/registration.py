@@ -315,6 +315,22 @@ def certificate_expiration(cert_pem):
     return pki.rfc3339(pki.not_after(pki.load_certificates(cert_pem)[0]))
 
 
+def renewal_warning(reg, cert_pem, now=None):
+    """A warning when the agent certificate just issued is already within ``renew_before`` of its expiry, or None.
+
+    Since Kubernetes 1.22 the hub's signer honours a CSR's ``expirationSeconds`` (older servers sign for their own
+    duration) and caps it at its own maximum (``--cluster-signing-duration``): a certificate that short makes every run
+    renew it."""
+    expires = pki.not_after(pki.load_certificates(cert_pem)[0])
+    if (now or utc_now()) + reg.renew_before < expires:
+        return None
+    return ("the hub issued the agent certificate of cluster %s until %s (cert_expiration_seconds asked for %d seconds; "
+            "Kubernetes 1.22 and newer honour that, capped by the hub's signer), which is within renew_before (%d days) "
+            "of its expiry already: every run will request a new certificate. Ask for a longer one with "
+            "cert_expiration_seconds or lower renew_before below its lifetime"
+            % (reg.cluster_name, pki.rfc3339(expires), reg.cert_expiration_seconds, reg.renew_before.days))
+
+
 # --- a registration stopped half-way ------------------------------------------------------------------
 
 

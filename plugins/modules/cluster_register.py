@@ -147,7 +147,9 @@ options:
   cert_expiration_seconds:
     description:
       - Requested lifetime of the Karmada agent certificate (C(expirationSeconds); API servers older than 1.22 apply
-        their own signing duration).
+        their own signing duration, newer ones honour it up to their signer's maximum).
+      - A certificate issued for no longer than O(renew_before) days would be renewed by every run; the module warns
+        when the certificate it received is within O(renew_before) of its expiry already.
     type: int
     default: 31536000
   renew_before:

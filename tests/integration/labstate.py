@@ -95,6 +95,17 @@ def changes(before, after):
     return found
 
 
+def version_info(lab):
+    """The lab's Kubernetes version as ``(major, minor, patch)``."""
+    return tuple(int(part) for part in fleet_lab.VERSION_RE.search(lab.version).groups())
+
+
+def namespace_labels(lab, name, labels):
+    """The labels of namespace ``name`` created with ``labels``, as the lab's API server keeps them: since 1.21 it sets
+    ``kubernetes.io/metadata.name: <name>`` on every namespace (KEP-2161)."""
+    return dict(labels, **({"kubernetes.io/metadata.name": name} if version_info(lab) >= (1, 21, 0) else {}))
+
+
 def admin_token(api, name="fleet-test-admin"):
     """A ServiceAccount token that may do everything on a lab cluster (``kube-system/<name>``, cluster-admin)."""
     rbac = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"

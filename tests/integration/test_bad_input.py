@@ -271,7 +271,9 @@ def context(lab, tmp_path_factory):
     hub = {"kubeconfig": lab.clusters["hub"]["kubeconfig"], "context": "hub"}
     registration = run_module("hub_registration", dict(hub, engine="karmada"))
     assert registration["rc"] == 0, registration.get("msg")
-    made = run_module("bootstrap_token", dict(hub, engine="karmada", ttl="1h", description="bad-input rows"))
+    # The rows take minutes, on a busy machine more than an hour: a token that expired meanwhile would be deleted by the
+    # tokencleaner, and its cluster-info signature with it, in the middle of a row that must change nothing.
+    made = run_module("bootstrap_token", dict(hub, engine="karmada", ttl="24h", description="bad-input rows"))
     assert made["rc"] == 0, made.get("msg")
     anonymous = fleet_lab.ApiClient.for_cluster(lab.clusters["hub"], anonymous=True)
     key = bootstrap.JWS_KEY_PREFIX + made["token_id"]

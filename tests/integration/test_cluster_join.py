@@ -19,6 +19,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.resources impor
 )
 from runner import run_module, run_playbook
 import lab as fleet_lab
+import labstate
 import sim_karmada
 
 NS = karmada.DEFAULT_CLUSTER_NAMESPACE
@@ -174,7 +175,7 @@ class TestPushLifecycle:
             "provider": "lab", "region": "eu-west-1", "zones": ["eu-west-1a", "eu-west-1b"]}
         ready = resources.condition(cluster, "Ready")
         assert (ready["status"], ready["reason"]) == ("True", "ClusterReady")
-        assert cluster["status"]["kubernetesVersion"] == "v1.20.2"  # what the member's /version said
+        assert cluster["status"]["kubernetesVersion"] == lab.version  # what the member's /version said
 
     def test_objects_have_karmadas_shapes(self, lab, hub):
         cluster = resources.get(hub, CLUSTER, EAST)
@@ -188,7 +189,7 @@ class TestPushLifecycle:
         with open(lab.clusters["member1"]["ca_cert"]) as handle:
             assert base64.b64decode(resources.get(hub, SECRET, EAST, NS)["data"]["caBundle"]).decode() == handle.read()
         member = connection(lab, "member1")
-        assert resources.get(member, NAMESPACE, NS)["metadata"]["labels"] == {"karmada.io/system": "true"}
+        assert resources.get(member, NAMESPACE, NS)["metadata"]["labels"] == labstate.namespace_labels(lab, NS, {"karmada.io/system": "true"})
         for account in ("karmada-cj-east", "karmada-impersonator"):
             assert resources.get(member, SERVICE_ACCOUNT, account, NS)["metadata"]["labels"] == {"karmada.io/system": "true"}
             token_secret = resources.get(member, SECRET, account, NS)

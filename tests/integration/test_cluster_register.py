@@ -22,6 +22,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.resources impor
 from runner import run_module
 
 import lab as fleet_lab
+import labstate
 from sim_karmada_agent import SimulatedKarmadaAgent
 from sim_klusterlet import SimulatedKlusterlet, SimulatedRegistrationController
 
@@ -299,10 +300,22 @@ def test_karmada_rerun_keeps_the_certificate(lab, hub_api, karmada_env, karmada_
 def test_karmada_renewal(lab, hub_api, karmada_env, karmada_registered):
     dummy, old = agent_connection(lab)
     known = agent_csrs(hub_api, K_NAME)
-    result = approve_when_posted(lab, "karmada", K_NAME, known,
-                                 lambda: run_module("cluster_register", karmada_args(lab, karmada_env[1], renew_before=400)))
+    started = datetime.datetime.now(datetime.timezone.utc)
+    result = approve_when_posted(lab, "karmada", K_NAME, known, lambda: run_module(
+        "cluster_register", karmada_args(lab, karmada_env[1], renew_before=400, cert_expiration_seconds=7200)))
+    finished = datetime.datetime.now(datetime.timezone.utc)
     assert result["rc"] == 0, result.get("msg")
     assert result["changed"] and "within the renewal window" in result["reason"] and result["csr_name"] not in known
+    # Kubernetes 1.22 and newer sign for the CSR's expirationSeconds (two hours here); older ones for their own duration
+    # (the lab's signer: one year). Either way this certificate is within renew_before already, and the run says so.
+    lifetime = datetime.timedelta(seconds=7200) if labstate.version_info(lab) >= (1, 22, 0) else datetime.timedelta(days=365)
+    expires = datetime.datetime.strptime(result["certificate_expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    # (the signer backdates a certificate by up to five minutes)
+    assert started + lifetime - datetime.timedelta(minutes=10) <= expires <= finished + lifetime, result["certificate_expiration"]
+    # (ansible-core 2.19 and newer report each warning as a summary with the text under event.msg)
+    warnings = [w if isinstance(w, str) else w["event"]["msg"] for w in result.get("warnings") or []]
+    assert any("within renew_before (400 days) of its expiry already: every run will request a new certificate" in w
+               for w in warnings), warnings
     assert "member Secret/karmada-system/karmada-kubeconfig: updated" in result["changes"]
     agent, new = agent_connection(lab)
     assert new["data"] != old["data"]

@@ -219,7 +219,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
             return resources.condition_is(obj, "ManagedClusterJoined") and resources.condition_is(obj, "ManagedClusterConditionAvailable")
         klusterlet.wait_for(joined, 30, "ManagedCluster %s to be joined and available" % name)
         managed = resources.get(hub, MANAGED_CLUSTER, name)
-        assert managed["status"]["version"] == {"kubernetes": "v1.20.2"}
+        assert managed["status"]["version"] == {"kubernetes": lab.version}
         assert resources.condition(managed, "HubAcceptedManagedCluster")["reason"] == "HubClusterAdminAccepted"
         secret = member.get("/api/v1/namespaces/%s/secrets/hub-kubeconfig-secret" % namespace)
         assert sorted(secret["data"]) == ["agent-name", "cluster-name", "kubeconfig", "tls.crt", "tls.key"]
@@ -347,7 +347,7 @@ def test_karmada_pull_registration_end_to_end(lab, hub, hub_auth, tokens, submit
         cluster = agent.wait_for(ready, 30, "Cluster %s to be Ready" % name)
         assert cluster["spec"]["syncMode"] == "Pull" and cluster["spec"]["id"] == lab.clusters["member2"]["kube_system_uid"]
         assert cluster["spec"]["apiEndpoint"] == lab.clusters["member2"]["server"]
-        assert cluster["status"]["kubernetesVersion"] == "v1.20.2"
+        assert cluster["status"]["kubernetesVersion"] == lab.version
         assert resources.condition(cluster, "Ready")["reason"] == "ClusterReady"
 
         again = accept(hub_auth, "karmada", [name])

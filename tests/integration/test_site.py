@@ -276,7 +276,7 @@ class TestKarmada:
         assert task_result(stdout, PUSH_JOIN, "member1") == "changed", stdout[-4000:]
         rows = summary(stdout)
         assert (rows["member1"]["VERSION"], rows["member1"]["MODE"], rows["member1"]["READY"], rows["member1"]["RESULT"]) == (
-            "v1.20.2", "Push", "True", "registered")
+            lab.version, "Push", "True", "registered")
         assert (rows["member2"]["MODE"], rows["member2"]["READY"], rows["member2"]["RESULT"]) == ("Pull", "True", "registered")
         hub = lab.api(lab.hub)
         for member in ("member1", "member2"):
@@ -328,8 +328,9 @@ class TestKarmada:
         text = report.read_text()
         assert text.startswith("# Fleet registration\n\n| NAME | VERSION | MODE | READY | AGE | AGENT | RESULT |\n")
         # AGENT: the version of member2's karmada-agent (the default image), none for the Push member1
-        assert re.search(r"^\| member2 \| v1\.20\.2 \| Pull \| True \| \S+ \| v1\.18\.2 \| registered \|$", text, re.MULTILINE), text
-        assert re.search(r"^\| member1 \| v1\.20\.2 \| Push \| True \| \S+ \| - \| registered \|$", text, re.MULTILINE), text
+        version = re.escape(lab.version)
+        assert re.search(r"^\| member2 \| %s \| Pull \| True \| \S+ \| v1\.18\.2 \| registered \|$" % version, text, re.MULTILINE), text
+        assert re.search(r"^\| member1 \| %s \| Push \| True \| \S+ \| - \| registered \|$" % version, text, re.MULTILINE), text
         assert "- **broken** (member_unreachable): %s: cluster 'broken': %s\n" % (PUSH_JOIN, missing) in text
 
     def test_an_agent_that_never_comes_up_is_retried_visibly_and_named(self, lab, simulations, tmp_path_factory):

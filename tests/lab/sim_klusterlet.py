@@ -9,8 +9,8 @@ ECDSA P-256 key, CN ``system:open-cluster-management:<cluster>:<agent>``, O the 
 ``system:open-cluster-management:managed-clusters``, signer ``kubernetes.io/kube-apiserver-client``,
 usages digital signature / key encipherment / client auth; ``expirationSeconds`` from the Klusterlet's
 ``registrationConfiguration.clientCertExpirationSeconds`` when set, as the operator passes it to the agent's
-``--client-cert-expiration-seconds``; the lab's 1.20 API server drops the field and signs for its default
-duration, as servers older than 1.22 do), waits until the CSR is approved and
+``--client-cert-expiration-seconds``; API servers from 1.22 on sign for it, capped by the signer, while the lab's 1.20
+build drops the field and signs for its default duration, as servers older than 1.22 do), waits until the CSR is approved and
 signed, and writes ``open-cluster-management-agent/hub-kubeconfig-secret`` (``tls.crt``, ``tls.key``,
 ``kubeconfig``, ``cluster-name``, ``agent-name``; the hub kubeconfig keeps the bootstrap one's server,
 CA and ``proxy-url``, and both are used through that proxy). From then on it speaks to the hub with that

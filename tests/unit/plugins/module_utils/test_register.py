@@ -224,6 +224,20 @@ def register_karmada(member, hub, bootstrap_hub, request, discovery, check_mode=
     return KarmadaRegistration(member, hub, request, check_mode, connect=connector(bootstrap_hub, seen), discover_hub=discovery).present()
 
 
+def test_karmada_warns_when_the_issued_certificate_is_already_due(ca, pin):
+    """Kubernetes 1.22 and newer honour the CSR's expirationSeconds, capped by the signer: a certificate issued for less
+    than renew_before would be renewed by every run, and the registration says so."""
+    capped = register_karmada(FakeCluster("member"), FakeCluster("hub"), BootstrapHub(ca, days=10), reg(ca_cert_hashes=[pin]),
+                              FakeDiscovery(ca))
+    assert capped["changed"] is True
+    (warning,) = [w for w in capped["warnings"] if "renew_before" in w]
+    assert warning.startswith("the hub issued the agent certificate of cluster member1 until ")
+    assert "asked for 31536000 seconds" in warning and "within renew_before (30 days)" in warning and "every run" in warning
+    full = register_karmada(FakeCluster("member"), FakeCluster("hub"), BootstrapHub(ca), reg(ca_cert_hashes=[pin]),
+                            FakeDiscovery(ca))
+    assert full["changed"] is True and not [w for w in full["warnings"] if "renew_before" in w]
+
+
 def test_karmada_fresh_registration(ca, pin, cluster_fakes):
     member, hub, bootstrap_hub = cluster_fakes
     discovery, seen = FakeDiscovery(ca), []
