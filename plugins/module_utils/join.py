@@ -36,7 +36,7 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, hub_record, karmada, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
@@ -214,6 +214,8 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
             for secret_name, data in ((name, cluster_data), (karmada.impersonator_secret_name(name), impersonator_data)):
                 hub_outcomes.append(resources.ensure(hub, SECRET, karmada.hub_secret(secret_name, namespace, data, owner),
                                                      check_mode))
+            # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
+            hub_outcomes.append(hub_record.ensure(hub, "karmada", name, cluster_id, check_mode, cluster_namespace=namespace))
         finally:
             if lock is not None:
                 warning = lock.release()
@@ -310,7 +312,7 @@ def release_cluster(hub, name):
     return [o for o in outcomes if o is not None]
 
 
-def _delete_cluster(hub, name, params, check_mode, outcomes):
+def delete_cluster(hub, name, params, check_mode, outcomes):
     """Delete the Cluster and wait until Karmada released it (with ``force``, release it); ``outcomes`` get each step."""
     outcome = resources.delete(hub, CLUSTER, name, check_mode=check_mode)
     outcomes.append(outcome)
@@ -354,9 +356,10 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
     hub_outcomes, member_outcomes = [], []
     groups = [("hub", hub_outcomes), ("member", member_outcomes)]
     try:
-        _delete_cluster(hub, name, params, check_mode, hub_outcomes)
+        delete_cluster(hub, name, params, check_mode, hub_outcomes)
         for secret_name in (name, karmada.impersonator_secret_name(name)):
             hub_outcomes.append(resources.delete(hub, SECRET, secret_name, namespace, check_mode=check_mode))
+        hub_outcomes.append(hub_record.delete(hub, "karmada", name, check_mode))
         if member is None:
             warn("no member credentials given: the member objects of '%s' (namespace %s, ServiceAccounts, ClusterRole and "
                  "ClusterRoleBinding %s) stay on the member cluster" % (name, namespace, karmada.cluster_role_name(name)))

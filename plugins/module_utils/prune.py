@@ -4,11 +4,19 @@
 """Pruning the hub: removing the member clusters the inventory no longer lists, or that have not answered for a long
 time, hub side only (docs/maintenance.md, module cluster_prune).
 
-:func:`facts` reads what the decision needs from a member object and its agent's Lease; :func:`decide` is a pure
-function of those facts, the task's options and the time; :func:`prune` reads the hub, decides for every member
-object and removes those decided so with the hub-side steps of the engines' own removal: ``join.unjoin`` without
-member credentials for a Karmada Push member, :func:`register_karmada.remove_from_hub` for a Pull member,
-:func:`register_ocm.remove_from_hub` for an OCM cluster (:data:`REMOVALS`, one per engine).
+:func:`facts` reads what the decision needs from a member object, its agent's Lease and this collection's hub record of
+it (hub_record.py); :func:`decide` is a pure function of those facts, the task's options and the time; :func:`plan`
+names what the removal of a cluster decided so would delete, or why it cannot be removed; :func:`prune` reads the hub,
+decides and plans for every member object and removes those decided so, hub side, by the engines' own steps:
+:func:`join.delete_cluster` and the Push member's credential Secrets for a Karmada Push member,
+:func:`register_karmada.remove_from_hub` for a Pull member, :func:`register_ocm.remove_from_hub` for an OCM cluster
+(:data:`REMOVALS`, one per engine).
+
+A member object is untrusted input (docs/architecture.md, "What the hub's member objects are trusted for"): its agent
+may have created it, and may write it. So "registered by this collection" is the hub record, which no agent can write,
+not the object's annotation; and what a removal deletes is named by the collection's own rules from the cluster's
+name (and the recorded namespace of a Push member's Secrets), never taken from the object: a Push Cluster whose
+``secretRef`` names any other Secret, or whose Secrets belong to another Cluster, is kept, saying why.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,8 +25,8 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, join, karmada, register_karmada, \
-    register_ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, join, karmada, ocm, \
+    register_karmada, register_ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.diagnose import parse_time
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
@@ -29,13 +37,17 @@ NOT_LISTED = "not_listed"
 UNREACHABLE = "unreachable"
 
 
-def facts(engine, obj, lease):
-    """What :func:`decide` needs of member object ``obj`` and its agent's Lease (None: none, or a Push member)."""
+def facts(engine, obj, lease, record=None):
+    """What :func:`decide` needs of member object ``obj``, its agent's Lease (None: none, or a Push member) and this
+    collection's hub record of it (``record``, the data of :func:`hub_record.read_all`; None: none).
+
+    ``unregistered`` is None for a cluster this collection registered - it has a record, of the cluster id the object
+    shows - and otherwise says why it does not count as one."""
     engine = engines.get(engine)
     metadata = obj["metadata"]
     condition = resources.condition(obj, engine.ready_condition["type"]) or {}
     push = engine.is_push(obj)
-    found = {"name": metadata["name"], "marked": bool((metadata.get("annotations") or {}).get(CLUSTER_ID_ANNOTATION)),
+    found = {"name": metadata["name"], "unregistered": registration_problem(engine, obj, record),
              "push": push, "ready": condition.get("status") == "True",
              "ready_since": condition.get("lastTransitionTime") or metadata.get("creationTimestamp"),
              "lease_renewed": None, "lease_grace_seconds": None}
@@ -43,6 +55,24 @@ def facts(engine, obj, lease):
         found.update(lease_renewed=(lease.get("spec") or {}).get("renewTime"),
                      lease_grace_seconds=engine.lease_grace_seconds(obj, lease))
     return found
+
+
+def registration_problem(engine, obj, record):
+    """None when ``record`` (this collection's hub record of ``obj``, or None) shows that this collection registered
+    the cluster ``obj`` stands for; otherwise why not, in words."""
+    name = obj["metadata"]["name"]
+    where = hub_record.ref(engine.name, name)
+    if record is None:
+        if (obj["metadata"].get("annotations") or {}).get(CLUSTER_ID_ANNOTATION):
+            return ("not registered by this collection: there is no hub record %s (its %s annotation does not count: "
+                    "whoever may write the object can set it; a member registered by an earlier version gets its record "
+                    "when site.yml next runs with it in the inventory)" % (where, CLUSTER_ID_ANNOTATION))
+        return "not registered by this collection (no hub record %s)" % where
+    recorded, shown = record.get(hub_record.CLUSTER_ID_KEY), engine.recorded_cluster_id(obj)
+    if recorded and recorded != shown:
+        return ("its hub record %s is of cluster id %s, but the %s says %s: not the cluster this collection registered"
+                % (where, recorded, engine.member_kind.kind, shown or "no cluster id"))
+    return None
 
 
 def silence(cluster, now):
@@ -73,7 +103,7 @@ def decide(cluster, listed, unreachable_after, force, unmarked, now, confirmed=N
 
     A candidate is a cluster not in ``listed`` (None: no such rule) or silent (:func:`silence`) for longer than
     ``unreachable_after`` seconds (None: no such rule). A candidate is kept when this collection did not register it
-    (no :data:`ocm.CLUSTER_ID_ANNOTATION`) unless ``unmarked``, and when the hub still counts it as answering unless
+    (``unregistered``: no hub record) unless ``unmarked``, and when the hub still counts it as answering unless
     ``force``: its agent would go on running, and register it again. It is kept, too, when ``confirmed`` (None: no such
     rule) does not name it: the clusters a listing named for removal, so that one that became a candidate since is not
     removed without having been listed.
@@ -93,9 +123,8 @@ def decide(cluster, listed, unreachable_after, force, unmarked, now, confirmed=N
         said.append("silent for %ss, longer than %ss" % (silent, unreachable_after))
     if not reasons:
         decision["why"] = "%s; %s" % ("listed" if listed is not None and name in listed else "not a candidate", heard)
-    elif not cluster["marked"] and not unmarked:
-        decision["why"] = ("%s, but not registered by this collection (no %s annotation): set unmarked=true to prune it "
-                           "too" % (", ".join(said), CLUSTER_ID_ANNOTATION))
+    elif cluster["unregistered"] and not unmarked:
+        decision["why"] = "%s, but %s: set unmarked=true to prune it too" % (", ".join(said), cluster["unregistered"])
     elif silent is None and not force:
         decision["why"] = ("%s, but %s, so it still answers (an agent would register it again): detach it with its "
                            "credentials (detach.yml), or set force=true to remove it from the hub anyway"
@@ -108,14 +137,23 @@ def decide(cluster, listed, unreachable_after, force, unmarked, now, confirmed=N
     return decision
 
 
-def _deleter(params, check_mode, report):
-    """The ``delete`` of the engines' hub-side removal steps: each deletion recorded in ``report`` before its wait; a
-    wait that times out removes the object's finalizers with ``force`` (an agent that never answers never removes
-    them), and otherwise fails saying so."""
+def _deleter(params, check_mode, report, gone):
+    """The ``delete`` of the engines' hub-side removal steps: each deletion recorded in ``report`` before its wait.
+
+    For a cluster the hub already judges gone (``gone``: its Lease not renewed within the engine's grace, or not
+    ready), a deleted Work's ``karmada.io/execution-controller`` finalizer is removed at once, as ``karmadactl unjoin
+    --force`` does: only the cluster's agent (a Pull member's execution controller runs in karmada-agent) would remove
+    it, and that agent is gone. Otherwise a wait that times out removes the object's finalizers with ``force`` (an agent
+    that never answers never removes them), and without it fails saying so."""
     def delete(cluster, kind, name, namespace=None, wait=False):
         outcome = resources.delete(cluster, kind, name, namespace, check_mode, record=lambda o: report.add(cluster, o))
         if not (wait and outcome.changed and not check_mode):
             return outcome
+        if gone and kind is karmada.WORK:
+            obj = resources.get(cluster, kind, name, namespace)
+            released = obj and join.remove_finalizers(cluster, kind, obj, [karmada.EXECUTION_FINALIZER])
+            if released:
+                report.add(cluster, released)
         try:
             resources.wait_until_gone(cluster, kind, name, namespace, timeout=params["wait_timeout"], interval=params["wait_sleep"])
         except WaitTimeout as exc:
@@ -132,38 +170,98 @@ def _deleter(params, check_mode, report):
     return delete
 
 
-def _remove_karmada(hub, engine, obj, params, check_mode, warn):
+# --- what a removal deletes: named by the collection's rules from the cluster's name, never taken from the object --
+
+def _owned_by(obj, kind, uid):
+    """Whether ``obj`` names the ``kind`` of uid ``uid`` among its ownerReferences."""
+    return any(ref.get("uid") == uid and ref.get("kind") == kind.kind for ref in obj["metadata"].get("ownerReferences") or [])
+
+
+def _plan_karmada_push(hub, obj, record):
+    """``(deletes, problem)`` of a Karmada Push member: the Cluster and the two credential Secrets this collection writes
+    for it (``<namespace>/<cluster>`` and ``<namespace>/<cluster>-impersonator``, the namespace from the hub record,
+    else ``karmada-cluster``), each only where it exists and is owned by this Cluster. A ``secretRef`` or
+    ``impersonatorSecretRef`` naming any other Secret, or such a Secret owned by something else, is a problem: the
+    cluster is then kept."""
     name = obj["metadata"]["name"]
-    if engine.is_push(obj):
-        secret_ref = (obj.get("spec") or {}).get("secretRef") or {}
-        return join.unjoin(hub, None, dict(cluster_name=name, wait_timeout=params["wait_timeout"],
-                                           wait_sleep=params["wait_sleep"], force=params["force"],
-                                           cluster_namespace=secret_ref.get("namespace") or karmada.DEFAULT_CLUSTER_NAMESPACE),
-                           check_mode, warn=warn)
+    namespace = (record or {}).get(hub_record.CLUSTER_NAMESPACE_KEY) or karmada.DEFAULT_CLUSTER_NAMESPACE
+    spec = obj.get("spec") or {}
+    deletes = [(karmada.CLUSTER, None, name)]
+    for field, secret_name in (("secretRef", name), ("impersonatorSecretRef", karmada.impersonator_secret_name(name))):
+        ref = spec.get(field) or {}
+        if ref and (ref.get("namespace"), ref.get("name")) != (namespace, secret_name):
+            return deletes, ("its spec.%s names Secret %s/%s, not %s/%s, the one this collection writes for it: prune "
+                             "deletes no Secret a member object names; check the Cluster and remove it by hand"
+                             % (field, ref.get("namespace"), ref.get("name"), namespace, secret_name))
+        secret = resources.get(hub, resources.SECRET, secret_name, namespace)
+        if secret is None:
+            continue
+        if not _owned_by(secret, karmada.CLUSTER, obj["metadata"].get("uid")):
+            return deletes, ("Secret %s/%s is not owned by this Cluster (no ownerReference to its uid): it belongs to "
+                             "another cluster or was written by someone else; check it and remove the Cluster by hand"
+                             % (namespace, secret_name))
+        deletes.append((resources.SECRET, namespace, secret_name))
+    return deletes, None
+
+
+def plan(hub, engine, obj, record):
+    """``(deletes, problem)``: the ``(kind, namespace, name)`` of what removing member object ``obj`` deletes on the hub
+    (``record``: its hub record, or None), and None, or why it cannot be removed (then nothing is deleted)."""
+    engine = engines.get(engine)
+    name = obj["metadata"]["name"]
+    if engine.name == "karmada" and engine.is_push(obj):
+        deletes, problem = _plan_karmada_push(hub, obj, record)
+        deletes.append((resources.CONFIG_MAP, hub_record.NAMESPACE, hub_record.name(engine.name, name)))
+    elif engine.name == "karmada":
+        es_namespace = karmada.execution_namespace(name)
+        deletes = [(karmada.WORK, es_namespace, work["metadata"]["name"])
+                   for work in resources.list_objects(hub, karmada.WORK, es_namespace)]
+        deletes += [(karmada.CLUSTER, None, name)] + register_karmada.hub_objects(name)
+        problem = None
+    else:
+        deletes, problem = [(ocm.MANAGED_CLUSTER, None, name)] + register_ocm.hub_objects(name), None
+    deletes += [(resources.CSR, None, csr["name"]) for csr in diagnose.agent_csrs(hub, engine, name)]
+    return deletes, problem
+
+
+def _remove_karmada(hub, engine, obj, deletes, params, check_mode, gone):
+    name = obj["metadata"]["name"]
     report = Report()
+    delete = _deleter(params, check_mode, report, gone)
     with report.failures_name_writes("deleted"):
-        namespace = register_karmada.remove_from_hub(hub, name, _deleter(params, check_mode, report))
-        if not check_mode:
-            resources.wait_until_gone(hub, resources.NAMESPACE, namespace, timeout=params["wait_timeout"],
-                                      interval=params["wait_sleep"])
+        if engine.is_push(obj):
+            outcomes = []
+            try:
+                join.delete_cluster(hub, name, params, check_mode, outcomes)
+            finally:
+                for outcome in outcomes:
+                    report.add(hub, outcome)
+            for kind, namespace, object_name in deletes:
+                if kind is not karmada.CLUSTER:
+                    delete(hub, kind, object_name, namespace)
+        else:
+            namespace = register_karmada.remove_from_hub(hub, name, delete)
+            for kind, _namespace, object_name in deletes:
+                if kind is resources.CSR:
+                    delete(hub, kind, object_name)
+            if not check_mode:
+                resources.wait_until_gone(hub, resources.NAMESPACE, namespace, timeout=params["wait_timeout"],
+                                          interval=params["wait_sleep"])
     return report.result()
 
 
-def _remove_ocm(hub, engine, obj, params, check_mode, warn):
+def _remove_ocm(hub, engine, obj, deletes, params, check_mode, gone):
     report = Report()
+    delete = _deleter(params, check_mode, report, gone)
     with report.failures_name_writes("deleted"):
-        register_ocm.remove_from_hub(hub, obj["metadata"]["name"], _deleter(params, check_mode, report))
+        register_ocm.remove_from_hub(hub, obj["metadata"]["name"], delete)
+        for kind, _namespace, object_name in deletes:
+            if kind is resources.CSR:
+                delete(hub, kind, object_name)
     return report.result()
 
 
 REMOVALS = {"karmada": _remove_karmada, "ocm": _remove_ocm}
-
-
-def _remove_csrs(hub, engine, name, check_mode):
-    """Delete the certificate requests of ``name``'s agent (:func:`diagnose.agent_csrs`): a pending one would otherwise
-    wait to be approved for a cluster that is gone. The ``changes`` lines."""
-    return ["hub %s" % resources.delete(hub, resources.CSR, csr["name"], check_mode=check_mode).summary()
-            for csr in diagnose.agent_csrs(hub, engine, name)]
 
 
 def validate(engine, params):
@@ -176,38 +274,54 @@ def validate(engine, params):
 
 
 def read(hub, engine):
-    """The :func:`facts` of every member object on ``hub``, by name, with the objects."""
+    """``(facts, object, record)`` of every member object on ``hub``, by name (:func:`facts`; ``record``: this
+    collection's hub record of it, or None)."""
     engine = engines.get(engine)
+    records = hub_record.read_all(hub, engine.name)
     found = []
     for obj in sorted(resources.list_objects(hub, engine.member_kind), key=lambda o: o["metadata"]["name"]):
         lease = None
         if not engine.is_push(obj):
             namespace, lease_name = engine.agent_lease(obj["metadata"]["name"])
             lease = resources.get(hub, LEASE, lease_name, namespace)
-        found.append((facts(engine, obj, lease), obj))
+        record = records.get(obj["metadata"]["name"])
+        found.append((facts(engine, obj, lease, record), obj, record))
     return found
+
+
+def _refs(deletes):
+    """The deletions of a plan as listings print them: ``Cluster/member3``, ``Secret/karmada-cluster/member3``."""
+    return [kind.ref(name, namespace) for kind, namespace, name in deletes]
 
 
 def prune(hub, engine, params, check_mode=False, now=None):
     """Decide for every member cluster on ``hub`` and remove, hub side, those decided so; the module result.
 
-    One cluster's failure does not stop the others; the run then fails naming each, with what was removed."""
+    Every cluster decided for removal carries ``deletes``, what its removal deletes (:func:`plan`); one that cannot be
+    removed is kept, saying why. One cluster's failure does not stop the others; the run then fails naming each, with
+    what was removed."""
     engine = engines.get(engine)
     validate(engine, params)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     listed, confirmed = params.get("listed"), params.get("confirmed")
     clusters, changes, diff, warnings, failed = [], [], [], [], []
     changed = False
-    for found, obj in read(hub, engine):
-        decision = decide(found, None if listed is None else set(listed), params.get("unreachable_after"),
-                          params["force"], params["unmarked"], now, None if confirmed is None else set(confirmed))
+    for found, obj, record in read(hub, engine):
+        args = (found, None if listed is None else set(listed), params.get("unreachable_after"), params["force"],
+                params["unmarked"], now)
+        decision = decide(*args)
+        deletes, problem = plan(hub, engine, obj, record) if decision["action"] == "remove" else ([], None)
+        if problem:  # what it would delete is not this collection's: kept, listed or not
+            decision.update(action="keep", why="%s; not removed: %s" % (decision["why"], problem))
+        elif confirmed is not None:
+            decision = decide(*args, confirmed=set(confirmed))
         clusters.append(decision)
         if decision["action"] != "remove":
             decision["action"] = "kept"
             continue
+        decision["deletes"] = _refs(deletes)
         try:
-            done = REMOVALS[engine.name](hub, engine, obj, params, check_mode, warnings.append)
-            done["changes"] += _remove_csrs(hub, engine, decision["name"], check_mode)
+            done = REMOVALS[engine.name](hub, engine, obj, deletes, params, check_mode, decision["silent_seconds"] is not None)
         except FleetError as exc:
             decision.update(action="failed", error=exc.msg)
             failed.append(decision["name"])

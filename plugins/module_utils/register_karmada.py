@@ -24,7 +24,8 @@ __metaclass__ = type
 import base64
 import secrets
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, karmada, objects, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, hub_record, karmada, objects, ocm, pki, \
+    resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -33,7 +34,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.register_report
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
     Registrar, certificate_expiration, certificate_problem, check_identity, credentials_problem, hub_change, hub_server,
     hub_trust, in_flight_name, proxy_problem, renewal_warning, secret_value, utc_now)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
 
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
 # API server that has just started refuses bootstrap tokens until it has read their Secrets (401), and forbids their
@@ -153,12 +154,21 @@ def remove_from_hub(hub, name, delete):
     for work in resources.list_objects(hub, karmada.WORK, es_namespace):
         delete(hub, karmada.WORK, work["metadata"]["name"], es_namespace, wait=True)
     delete(hub, karmada.CLUSTER, name, wait=True)
+    for kind, namespace, object_name in hub_objects(name):
+        delete(hub, kind, object_name, namespace)
+    return es_namespace
+
+
+def hub_objects(name):
+    """``(kind, namespace, name)`` of what :func:`remove_from_hub` deletes after the Cluster: the agent's hub RBAC, its
+    execution namespace and this collection's record of the cluster (hub_record.py); all named after ``name`` alone."""
+    found = []
     for kind, desired in reversed(karmada.agent_hub_objects(name)):
         metadata = desired["metadata"]
         if kind is NAMESPACE and metadata["name"] == karmada.DEFAULT_CLUSTER_NAMESPACE:
             continue  # shared by every cluster
-        delete(hub, kind, metadata["name"], metadata.get("namespace"))
-    return es_namespace
+        found.append((kind, metadata.get("namespace"), metadata["name"]))
+    return found + [(CONFIG_MAP, hub_record.NAMESPACE, hub_record.name("karmada", name))]
 
 
 class KarmadaRegistration(Registrar):
@@ -500,6 +510,8 @@ class KarmadaRegistration(Registrar):
         cluster = resources.get(hub, karmada.CLUSTER, self.reg.cluster_name)
         if cluster is not None and karmada.recorded_cluster_id(cluster) == cluster_id:
             self.ensure(hub, karmada.CLUSTER, ocm.cluster_id_annotation(self.reg.cluster_name, cluster_id))
+            # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
+            self.ensure(hub, CONFIG_MAP, hub_record.desired("karmada", self.reg.cluster_name, cluster_id))
 
     def absent(self):
         """Unregister: Works, Cluster and agent RBAC on the hub (with hub credentials), then the member objects.

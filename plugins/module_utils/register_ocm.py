@@ -12,15 +12,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, objects, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, hub_record, objects, ocm, \
+    pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import RegistrationLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, RegistrationLock
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Accepted, failed_after, merge_written
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
     Registrar, certificate_expiration, check_identity, credentials_problem, hub_change, hub_server, hub_trust, proxy_problem,
     secret_value)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
 
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
 KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
@@ -46,10 +47,19 @@ def _refuse_another_klusterlet(runtime, placement, name, doing):
 
 
 def remove_from_hub(hub, name, delete):
-    """The hub side of unjoining ``name`` (4.6): its ManagedCluster, awaited; the hub's registration controller removes
-    the cluster's RBAC, Lease and works before it lets the object go. ``delete`` as in
+    """The hub side of unjoining ``name`` (4.6): its ManagedCluster, awaited (the hub's registration controller removes
+    the cluster's RBAC before it lets the object go), then :func:`hub_objects`. ``delete`` as in
     :func:`register_karmada.remove_from_hub`."""
     delete(hub, ocm.MANAGED_CLUSTER, name, wait=True)
+    for kind, namespace, object_name in hub_objects(name):
+        delete(hub, kind, object_name, namespace)
+
+
+def hub_objects(name):
+    """``(kind, namespace, name)`` of what :func:`remove_from_hub` deletes after the ManagedCluster, all named after
+    ``name`` alone: the registration agent's Lease ``<cluster>/managed-cluster-lease``, which no hub controller removes
+    (it has no owner), and this collection's record of the cluster (hub_record.py)."""
+    return [(LEASE, name, ocm.CLUSTER_LEASE), (CONFIG_MAP, hub_record.NAMESPACE, hub_record.name("ocm", name))]
 
 
 class OcmRegistration(Registrar):
@@ -239,6 +249,8 @@ class OcmRegistration(Registrar):
                 report.add(hub, Accepted(ref, verb, diff))
             # the cluster id the identity check of later registrations compares with (OCM keeps none)
             self.ensure(hub, reg.engine.member_kind, ocm.cluster_id_annotation(name, registered["cluster_id"]))
+            # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
+            self.ensure(hub, CONFIG_MAP, hub_record.desired("ocm", name, registered["cluster_id"]))
             if waits:
                 fleet.wait_for_clusters(hub, reg.engine, name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
         except FleetError as exc:

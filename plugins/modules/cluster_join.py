@@ -200,7 +200,9 @@ cluster:
 cluster_id:
   description:
     - The member's cluster id (UID of its C(kube-system) namespace), the Cluster's C(spec.id) and its annotation
-      C(multicluster.fleet/cluster-id) (the mark of a cluster this collection registered).
+      C(multicluster.fleet/cluster-id). The hub also records it in ConfigMap
+      C(kube-system/multicluster-fleet.karmada.<cluster>), with the namespace of the Secrets, the record of a cluster this
+      collection registered, which M(multicluster.fleet.cluster_prune) reads.
     - With O(state=absent) and no O(member), the id the Cluster recorded; null when there was no Cluster.
   returned: always
   type: str

@@ -19,15 +19,27 @@ description:
     engine's grace has passed (Karmada the Lease's C(leaseDurationSeconds), OCM five lease durations); a cluster without
     one (Karmada Push) is silent since its readiness condition (C(Ready), OCM C(ManagedClusterConditionAvailable)) last
     changed when it is not C(True).
-  - A candidate is kept when this collection did not register it - its member object has no
-    C(multicluster.fleet/cluster-id) annotation - unless O(unmarked=true); and when the hub still counts it as
+  - A candidate is kept when this collection did not register it - the hub has no record of it, ConfigMap
+    C(kube-system/multicluster-fleet.<engine>.<cluster>), which M(multicluster.fleet.cluster_join) and
+    M(multicluster.fleet.cluster_register) write and no member's agent can write, or a record of another cluster id -
+    unless O(unmarked=true). The C(multicluster.fleet/cluster-id) annotation on the member object does not count, since an
+    agent can create member objects with any annotation. A candidate is kept, too, when the hub still counts it as
     answering (Lease renewed, or ready) unless O(force=true), since its agent would go on running.
   - Removal is what unregistering does on the hub, without reaching the member - Karmada Push (C(karmadactl unjoin)) -
     the Cluster and its credential Secrets; Karmada Pull (C(karmadactl unregister)) - the Works in
     C(karmada-es-<cluster>), the Cluster, the agent's RBAC and that namespace; OCM (C(clusteradm unjoin)) - the
-    ManagedCluster, after which the hub's registration controller removes the cluster's namespace objects, RBAC and
-    Lease. Then, for every engine, the certificate signing requests of the cluster's agent. Whatever the member holds
-    (its agent, the Push ServiceAccounts) stays there.
+    ManagedCluster (the hub's registration controller then removes the cluster's RBAC) and the registration agent's
+    Lease C(<cluster>/managed-cluster-lease), which has no owner and which no hub controller removes. Then, for every
+    engine, the hub record and the certificate signing requests of the cluster's agent. An OCM cluster's namespace on
+    the hub stays, and so does whatever the member holds (its agent, the Push ServiceAccounts).
+  - What a removal deletes is named from the cluster's name by the collection's own rules, never read from the member
+    object, and each cluster to remove lists it (RV(clusters[].deletes)). A Karmada Push Cluster whose C(secretRef) or
+    C(impersonatorSecretRef) names another Secret than C(<namespace>/<cluster>) or C(<namespace>/<cluster>-impersonator)
+    (the namespace it was joined with, else C(karmada-cluster)), or whose Secrets are not owned by it, is kept, saying
+    why; the other clusters are decided as usual.
+  - For a cluster the hub already counts as silent, a deleted Work's C(karmada.io/execution-controller) finalizer is
+    removed at once, as C(karmadactl unjoin --force) does, since only the member's agent (a Pull member's karmada-agent)
+    would remove it.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -59,7 +71,8 @@ options:
     default: false
   unmarked:
     description:
-      - Also remove candidates this collection did not register (no C(multicluster.fleet/cluster-id) annotation).
+      - Also remove candidates this collection did not register (no hub record of them). What their removal deletes
+        follows the same rules as for any other cluster.
     type: bool
     default: false
   wait_timeout:
@@ -89,8 +102,8 @@ attributes:
     support: full
 notes:
   - At least one of O(listed) and O(unreachable_after) is required.
-  - The hub credentials need C(list) of the engine's clusters and of CSRs, C(get) of Leases and C(delete) of what removal
-    deletes.
+  - The hub credentials need C(list) of the engine's clusters, of CSRs and of ConfigMaps in C(kube-system), C(get) of
+    Leases and Secrets and C(delete) of what removal deletes.
   - Playbook C(multicluster.fleet.prune) (C(playbooks/prune.yml)) lists the candidates first and removes them only
     when asked to.
 seealso:
@@ -153,6 +166,12 @@ clusters:
       description: Seconds the hub has not heard from the cluster; null while it counts it as answering.
       type: int
       sample: 3600
+    deletes:
+      description: What its removal deletes (in check mode, would delete) on the hub, one C(Kind/namespace/name) each.
+      type: list
+      elements: str
+      returned: when action is removed or failed
+      sample: [Cluster/member3, Secret/karmada-cluster/member3, Secret/karmada-cluster/member3-impersonator]
     error:
       description: Why its removal failed.
       type: str

@@ -585,8 +585,9 @@ cluster_id:
   description:
     - The member's cluster id, the UID of its C(kube-system) namespace - the Karmada Cluster's C(spec.id), and on OCM
       recorded on the ManagedCluster (annotation C(multicluster.fleet/cluster-id)) when O(accept) accepts it. With
-      O(hub) and O(wait), the Karmada Cluster gets the same annotation once its agent has created it (the mark of a cluster this
-      collection registered, which M(multicluster.fleet.cluster_prune) reads).
+      O(hub) and O(wait), the Karmada Cluster gets the same annotation once its agent has created it. Then, and on OCM
+      acceptance, the hub also records it in ConfigMap C(kube-system/multicluster-fleet.<engine>.<cluster>), the record
+      of a cluster this collection registered, which M(multicluster.fleet.cluster_prune) reads.
   returned: when O(state=present)
   type: str
   sample: 3f5e8c1a-2b7d-4c9e-8f10-6a2b3c4d5e6f

@@ -65,6 +65,12 @@ class SimulatedKarmadaAgent(Simulation):
         self.hub = None  # the hub client of the kubeconfig it read at its start
         self.hub_server = None  # the hub URL of that kubeconfig
 
+    def runs_as(self, cluster_name):
+        """Whether this agent runs (started, not paused or stopped) registered as ``cluster_name``: the execution
+        controller of a Pull cluster is part of its agent (sim_work_agent.WorkAgent asks)."""
+        return (self._thread is not None and self._thread.is_alive() and not self._paused and not self._stop.is_set()
+                and self.started_from is not None and self.cluster_name == cluster_name)
+
     def _flags(self):
         """The agent's settings: the given ones, else its Deployment's flags, else the lab member's name and URL."""
         flags = {"cluster-name": self.info["name"], "cluster-api-endpoint": self.info["server"]}

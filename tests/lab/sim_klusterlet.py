@@ -36,7 +36,8 @@ the finalizers on the ManagedCluster, and on ``hubAcceptsClient: true`` creates 
 clusters it is given, so that tests sharing a hub do not see each other's objects changed, and after
 the clusters the Klusterlets ``klusterlet`` of the lab clusters in ``learn_from`` name (a hub registered
 with itself, ``local-cluster``; a member registered under another name) from when it first sees them. On deletion of a ManagedCluster it removes
-the cluster's RBAC and lease, then its finalizers.
+the cluster's RBAC, then its finalizers; like the real controller it leaves the Lease ``<cluster>/managed-cluster-lease``
+(it has no ownerReference, and no hub controller deletes it).
 
 Command line (both parts for one member until interrupted)::
 
@@ -471,9 +472,9 @@ class SimulatedRegistrationController(Simulation):
     def _clean_up(self, managed):
         name = managed["metadata"]["name"]
         self._remove_bindings(name)
-        for path in (f"{RBAC}/clusterroles/open-cluster-management:managedcluster:{name}", lease_path(name)):
-            if get_or_none(self.hub, path) is not None:
-                self.hub.delete(path)
+        path = f"{RBAC}/clusterroles/open-cluster-management:managedcluster:{name}"
+        if get_or_none(self.hub, path) is not None:
+            self.hub.delete(path)
         finalizers = [f for f in managed["metadata"].get("finalizers") or [] if f not in FINALIZERS]
         self.hub.patch(f"{MANAGED_CLUSTERS}/{name}", {"metadata": {
             "finalizers": finalizers, "resourceVersion": managed["metadata"]["resourceVersion"]}})

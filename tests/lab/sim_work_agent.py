@@ -27,7 +27,10 @@ API servers:
   a work's manifests is deleted the same way (the AppliedManifestWork bookkeeping is kept in memory).
   Karmada deletes the objects of an applied Work unless ``spec.preserveResourcesOnDeletion``.
 - Karmada's controllers act only on clusters whose ``Cluster`` is Ready; the OCM agent needs nothing on
-  the hub but its namespace.
+  the hub but its namespace. For a Pull cluster Karmada's execution controller runs inside its karmada-agent
+  (karmada ``cmd/agent``): given ``karmada_agent_runs`` (cluster name -> whether its agent runs, as
+  ``simulate.py`` passes it), a Pull cluster's Works are handled only while its agent runs, so a Work deleted
+  after its agent is gone keeps ``karmada.io/execution-controller`` for good, as with the real agent.
 
 One agent serves any number of clusters, each mapped to a lab member API (several may share one), and
 handles their works concurrently, as one agent per cluster would.
@@ -236,7 +239,7 @@ class WorkAgent(Simulation):
 
     name = "sim-work-agent"
 
-    def __init__(self, hub, engine, clusters, interval=1.0):
+    def __init__(self, hub, engine, clusters, interval=1.0, karmada_agent_runs=None):
         if engine not in WORKS:
             raise ValueError("engine must be ocm or karmada, got %r" % engine)
         super().__init__(interval)
@@ -251,6 +254,7 @@ class WorkAgent(Simulation):
         self._applied = {}        # OCM: (namespace, work) -> {(apiVersion, kind, namespace, name): resource meta}
         self._versions = {}       # Karmada: (member server, object path) -> (manifest hash, resourceVersion written)
         self._pool = ThreadPoolExecutor(WORKERS)
+        self.karmada_agent_runs = karmada_agent_runs  # None: every Pull cluster's agent counts as running
 
     def stop(self, timeout=10):
         super().stop(timeout)
@@ -263,11 +267,18 @@ class WorkAgent(Simulation):
                  if w["metadata"]["namespace"] in self.namespaces]
         if self.engine == "karmada":
             ready = set(c["metadata"]["name"] for c in self.hub.get(KARMADA_CLUSTERS)["items"]
-                        if condition_true(c, "Ready"))
+                        if condition_true(c, "Ready") and self._executes(c))
             works = [w for w in works if self.namespaces[w["metadata"]["namespace"]] in ready]
         for future in [self._pool.submit(self._handle, w) for w in works]:
             future.result()
         self.status = "%d works of %d clusters handled" % (len(works), len(self.namespaces))
+
+    def _executes(self, cluster):
+        """Whether Karmada's execution controller of ``cluster`` runs: karmada-controller-manager's for a Push cluster
+        (always, in the lab), the cluster's own karmada-agent for a Pull cluster."""
+        if (cluster.get("spec") or {}).get("syncMode") != "Pull" or self.karmada_agent_runs is None:
+            return True
+        return self.karmada_agent_runs(cluster["metadata"]["name"])
 
     def _handle(self, work):
         try:

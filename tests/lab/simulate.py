@@ -71,7 +71,8 @@ def simulations(lab, interval=0.5, hosted=True):
         sim_karmada.ClusterStatusSimulation(hub),
         sim_klusterlet.SimulatedRegistrationController(lab, members, learn_from=list(lab.clusters)),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "ocm", served),
-        sim_work_agent.WorkAgent(lab.clusters[lab.hub], "karmada", served),
+        sim_work_agent.WorkAgent(lab.clusters[lab.hub], "karmada", served, karmada_agent_runs=lambda cluster: any(
+            a.runs_as(cluster) for a in agents if isinstance(a, sim_karmada_agent.SimulatedKarmadaAgent))),
         sim_addon.PlacementController(hub, interval),
         sim_addon.AddOnManager(hub, interval),
     ]

@@ -16,8 +16,11 @@ class FakeCluster:
     """Stores objects by path and answers GET/POST/PATCH/DELETE like an API server would (roughly).
 
     ``calls`` records (method, path, query) for assertions; ``conflicts`` makes the next N patches
-    fail with 409; ``dry_run`` requests never store anything.
+    fail with 409; ``dry_run`` requests never store anything. With ``finalizers`` set, a DELETE of an object with
+    finalizers only sets its ``deletionTimestamp``, and the PATCH that empties them removes it.
     """
+
+    finalizers = False
 
     def __init__(self, name="hub", role=None):
         self.name = name
@@ -78,11 +81,15 @@ class FakeCluster:
             merged["metadata"]["resourceVersion"] = str(next(self._versions))
             if not dry:
                 self.objects[path] = merged
+                if self.finalizers and merged["metadata"].get("deletionTimestamp") and not merged["metadata"].get("finalizers"):
+                    del self.objects[path]
             return copy.deepcopy(merged)
         if method == "DELETE":
             if path not in self.objects:
                 raise NotFound("not found", 404)
-            if not dry:
+            if not dry and self.finalizers and self.objects[path]["metadata"].get("finalizers"):
+                self.objects[path]["metadata"].setdefault("deletionTimestamp", "2026-12-04T12:00:00Z")
+            elif not dry:
                 del self.objects[path]
             return {"kind": "Status", "status": "Success"}
         raise ClusterError("unsupported method %s" % method)

@@ -141,6 +141,7 @@ class TestJoin:
             "hub Cluster/east: created",
             "hub Secret/karmada-cluster/east: created",
             "hub Secret/karmada-cluster/east-impersonator: created",
+            "hub ConfigMap/kube-system/multicluster-fleet.karmada.east: created",
         ]
         cluster = stored(hub, CLUSTER, "east")
         assert cluster["spec"] == {
@@ -167,7 +168,7 @@ class TestJoin:
         join.join(hub, member, params())
         assert all(p.startswith("/api") for _m, p in member.writes())
         assert [p for _m, p in hub.writes()] == [
-            NAMESPACE.path(), CLUSTER.path(), SECRET.path(NS), SECRET.path(NS)]
+            NAMESPACE.path(), CLUSTER.path(), SECRET.path(NS), SECRET.path(NS), "/api/v1/namespaces/kube-system/configmaps"]
 
     def test_ca_falls_back_to_the_token_controller_root_ca(self, hub, make_member):
         join.join(hub, make_member(ca_pem=None), params())
@@ -389,6 +390,7 @@ class TestUnjoin:
             "hub Cluster/east: deleted",
             "hub Secret/karmada-cluster/east: deleted",
             "hub Secret/karmada-cluster/east-impersonator: deleted",
+            "hub ConfigMap/kube-system/multicluster-fleet.karmada.east: deleted",
             "member ClusterRoleBinding/karmada-controller-manager:karmada-east: deleted",
             "member ClusterRole/karmada-controller-manager:karmada-east: deleted",
             "member ServiceAccount/karmada-cluster/karmada-east: deleted",

@@ -4,10 +4,10 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, prune
+from ansible_collections.multicluster.fleet.plugins.module_utils import hub_record, karmada, ocm, prune
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, SECRET
 
 NOW = datetime.datetime(2026, 12, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 HOUR_AGO = "2026-12-04T11:00:00Z"
@@ -15,8 +15,8 @@ SECONDS_AGO = "2026-12-04T11:59:50.123456Z"
 
 
 def cluster(**changes):
-    """The facts of a Pull member whose agent renewed its Lease ten seconds ago, marked by the collection."""
-    found = {"name": "member2", "marked": True, "push": False, "ready": True, "ready_since": HOUR_AGO,
+    """The facts of a Pull member whose agent renewed its Lease ten seconds ago, registered by the collection."""
+    found = {"name": "member2", "unregistered": None, "push": False, "ready": True, "ready_since": HOUR_AGO,
              "lease_renewed": SECONDS_AGO, "lease_grace_seconds": 40}
     found.update(changes)
     return found
@@ -79,10 +79,11 @@ def test_a_candidate_the_listing_did_not_name_is_kept_when_removals_are_confirme
 
 
 def test_a_cluster_this_collection_did_not_register_is_kept_unless_unmarked():
-    foreign = cluster(name="foreign", marked=False, lease_renewed=HOUR_AGO)
+    foreign = cluster(name="foreign", unregistered="not registered by this collection (no hub record X)",
+                      lease_renewed=HOUR_AGO)
     kept = decide(foreign)
     assert (kept["action"], kept["reasons"]) == ("keep", ["not_listed", "unreachable"])
-    assert "not registered by this collection (no multicluster.fleet/cluster-id annotation)" in kept["why"]
+    assert "but not registered by this collection (no hub record X): set unmarked=true" in kept["why"]
     assert decide(foreign, unmarked=True)["action"] == "remove"
 
 
@@ -94,15 +95,44 @@ def test_without_listed_no_cluster_is_a_candidate_for_not_being_listed():
 
 def test_facts_of_member_objects():
     pull = {"metadata": {"name": "m2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
-            "spec": {"syncMode": "Pull"}, "status": {"conditions": [
+            "spec": {"syncMode": "Pull", "id": "id"}, "status": {"conditions": [
                 {"type": "Ready", "status": "False", "lastTransitionTime": HOUR_AGO}]}}
     lease = {"spec": {"renewTime": SECONDS_AGO, "leaseDurationSeconds": 40}}
-    assert prune.facts("karmada", pull, lease) == {
-        "name": "m2", "marked": True, "push": False, "ready": False, "ready_since": HOUR_AGO,
+    assert prune.facts("karmada", pull, lease, {"cluster-name": "m2", "cluster-id": "id"}) == {
+        "name": "m2", "unregistered": None, "push": False, "ready": False, "ready_since": HOUR_AGO,
         "lease_renewed": SECONDS_AGO, "lease_grace_seconds": 40}
     managed = {"metadata": {"name": "m3", "creationTimestamp": HOUR_AGO}, "spec": {}}
     found = prune.facts("ocm", managed, None)
-    assert (found["marked"], found["ready"], found["ready_since"], found["lease_renewed"]) == (False, False, HOUR_AGO, None)
+    assert (found["unregistered"], found["ready"], found["ready_since"], found["lease_renewed"]) == (
+        "not registered by this collection (no hub record ConfigMap/kube-system/multicluster-fleet.ocm.m3)", False,
+        HOUR_AGO, None)
+
+
+def test_the_annotation_anyone_can_set_does_not_make_a_cluster_registered():
+    forged = {"metadata": {"name": "karmada-cert", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "anything"}},
+              "spec": {"syncMode": "Push", "id": "anything"}}
+    problem = prune.facts("karmada", forged, None)["unregistered"]
+    assert problem.startswith("not registered by this collection: there is no hub record "
+                              "ConfigMap/kube-system/multicluster-fleet.karmada.karmada-cert (its multicluster.fleet/cluster-id "
+                              "annotation does not count")
+
+
+def test_a_record_of_another_cluster_id_does_not_count():
+    obj = {"metadata": {"name": "m2"}, "spec": {"syncMode": "Pull", "id": "new-id"}}
+    problem = prune.facts("karmada", obj, None, {"cluster-name": "m2", "cluster-id": "old-id"})["unregistered"]
+    assert problem == ("its hub record ConfigMap/kube-system/multicluster-fleet.karmada.m2 is of cluster id old-id, but "
+                       "the Cluster says new-id: not the cluster this collection registered")
+
+
+def test_the_record_is_read_only_where_its_name_and_data_agree(fake_cluster):
+    hub = fake_cluster
+    hub.add(CONFIG_MAP, hub_record.desired("karmada", "member1", "id-1", "karmada-cluster"))
+    other = hub_record.desired("karmada", "member2", "id-2")
+    other["data"]["cluster-name"] = "member3"  # a record must name the cluster its name names
+    hub.add(CONFIG_MAP, other)
+    hub.add(CONFIG_MAP, hub_record.desired("ocm", "member4", "id-4"))
+    assert hub_record.read_all(hub, "karmada") == {
+        "member1": {"engine": "karmada", "cluster-name": "member1", "cluster-id": "id-1", "cluster-namespace": "karmada-cluster"}}
 
 
 # --- the run, on the in-memory hub -----------------------------------------------------------------------------------
@@ -110,9 +140,15 @@ def test_facts_of_member_objects():
 PARAMS = dict(listed=["member1"], unreachable_after=None, force=False, unmarked=False, wait_timeout=5, wait_sleep=1)
 
 
-def push_cluster(hub, name, ready_since):
-    hub.add(karmada.CLUSTER, dict(karmada.push_cluster(name, "id-" + name, "https://" + name, karmada.DEFAULT_CLUSTER_NAMESPACE),
-                                  status={"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": ready_since}]}))
+def push_cluster(hub, name, ready_since, record=True):
+    """A Push member as cluster_join leaves it: the Cluster, its Secrets owned by it and (``record``) the hub record."""
+    obj = hub.add(karmada.CLUSTER, dict(karmada.push_cluster(name, "id-" + name, "https://" + name, karmada.DEFAULT_CLUSTER_NAMESPACE),
+                                        status={"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": ready_since}]}))
+    for secret in (name, karmada.impersonator_secret_name(name)):
+        hub.add(SECRET, karmada.hub_secret(secret, karmada.DEFAULT_CLUSTER_NAMESPACE, {}, obj))
+    if record:
+        hub.add(CONFIG_MAP, hub_record.desired("karmada", name, "id-" + name, karmada.DEFAULT_CLUSTER_NAMESPACE))
+    return obj
 
 
 def test_prune_removes_a_silent_unlisted_push_member_and_keeps_the_rest(fake_cluster):
@@ -123,12 +159,65 @@ def test_prune_removes_a_silent_unlisted_push_member_and_keeps_the_rest(fake_clu
     planned = prune.prune(hub, "karmada", PARAMS, check_mode=True, now=NOW)
     assert (planned["removed"], planned["kept"], planned["changed"]) == (["member3"], ["foreign", "member1"], True)
     assert "hub Cluster/member3: deleted" in planned["changes"]
+    assert planned["clusters"][-1]["deletes"] == [
+        "Cluster/member3", "Secret/karmada-cluster/member3", "Secret/karmada-cluster/member3-impersonator",
+        "ConfigMap/kube-system/multicluster-fleet.karmada.member3"]
     assert hub.request("GET", karmada.CLUSTER.path(None, "member3"))  # check mode wrote nothing
     done = prune.prune(hub, "karmada", PARAMS, now=NOW)
     assert done["removed"] == ["member3"] and done["changed"] is True
-    assert any("stay on the member cluster" in w for w in done["warnings"])
+    for ref in planned["clusters"][-1]["deletes"]:
+        assert "hub %s: deleted" % ref in done["changes"]
     again = prune.prune(hub, "karmada", PARAMS, now=NOW)
     assert (again["removed"], again["changed"]) == ([], False)
+
+
+def test_what_to_delete_is_never_taken_from_the_object(fake_cluster):
+    """Clusters a member agent can create: one whose secretRef names a hub Secret elsewhere, one named like another
+    member's impersonator Secret. Even with unmarked and force they are kept, saying why, and the listing goes on."""
+    hub = fake_cluster
+    member1 = push_cluster(hub, "member1", HOUR_AGO)
+    push_cluster(hub, "member3", HOUR_AGO)
+    hub.add(SECRET, {"metadata": {"name": "karmada-cert", "namespace": "kube-system"}, "data": {}})
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "karmada-cert", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "x"}},
+                              "spec": {"syncMode": "Push", "id": "x",
+                                       "secretRef": {"namespace": "kube-system", "name": "karmada-cert"}}})
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "member1-impersonator"},
+                              "spec": {"syncMode": "Push", "secretRef": {"namespace": "karmada-cluster",
+                                                                         "name": "member1-impersonator"}}})
+    params = dict(PARAMS, unmarked=True, force=True)
+    for check_mode, confirmed in ((True, None), (False, ["member3"])):  # the listing, then the removal of what it named
+        done = prune.prune(hub, "karmada", dict(params, confirmed=confirmed), check_mode=check_mode, now=NOW)
+        assert (done["removed"], done["kept"]) == (["member3"], ["karmada-cert", "member1", "member1-impersonator"])
+        why = dict((c["name"], c["why"]) for c in done["clusters"])
+        assert why["karmada-cert"].endswith(
+            "not removed: its spec.secretRef names Secret kube-system/karmada-cert, not karmada-cluster/karmada-cert, the "
+            "one this collection writes for it: prune deletes no Secret a member object names; check the Cluster and "
+            "remove it by hand")
+        assert why["member1-impersonator"].endswith(
+            "not removed: Secret karmada-cluster/member1-impersonator is not owned by this Cluster (no ownerReference to "
+            "its uid): it belongs to another cluster or was written by someone else; check it and remove the Cluster by "
+            "hand")
+    assert hub.request("GET", SECRET.path("kube-system", "karmada-cert"))
+    assert hub.request("GET", SECRET.path("karmada-cluster", "member1-impersonator"))["metadata"]["ownerReferences"][0][
+        "uid"] == member1["metadata"]["uid"]
+    assert not any("karmada-cert" in line or "member1" in line for line in done["changes"])
+
+
+def test_a_pull_member_judged_gone_has_its_works_released(fake_cluster):
+    """Only a Pull member's agent removes the execution controller's finalizer: for an agent the hub judges gone, prune
+    removes it, as karmadactl unjoin --force does, instead of waiting for it."""
+    hub = fake_cluster
+    hub.finalizers = True
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "member2"}, "spec": {"syncMode": "Pull", "id": "id"}})
+    hub.add(CONFIG_MAP, hub_record.desired("karmada", "member2", "id"))
+    hub.add(LEASE, {"metadata": {"name": "member2", "namespace": "karmada-cluster"},
+                    "spec": {"renewTime": HOUR_AGO, "leaseDurationSeconds": 40}})
+    hub.add(karmada.WORK, {"metadata": {"name": "app", "namespace": "karmada-es-member2",
+                                        "finalizers": [karmada.EXECUTION_FINALIZER]}})
+    done = prune.prune(hub, "karmada", dict(PARAMS, listed=None, unreachable_after=600, wait_timeout=1), now=NOW)
+    assert done["removed"] == ["member2"]
+    assert done["changes"][:2] == ["hub Work/karmada-es-member2/app: deleted", "hub Work/karmada-es-member2/app: updated"]
+    assert not any("/works/" in path for path in hub.objects)
 
 
 def test_prune_removes_only_what_was_confirmed(fake_cluster):
@@ -144,15 +233,21 @@ def test_prune_removes_an_ocm_cluster_whose_lease_ran_out(fake_cluster):
     hub = fake_cluster
     hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
                                   "spec": {"leaseDurationSeconds": 60}})
+    hub.add(CONFIG_MAP, hub_record.desired("ocm", "member2", "id"))
     hub.add(LEASE, {"metadata": {"name": ocm.CLUSTER_LEASE, "namespace": "member2"}, "spec": {"renewTime": HOUR_AGO}})
     done = prune.prune(hub, "ocm", dict(PARAMS, listed=None, unreachable_after=600), now=NOW)
     assert done["removed"] == ["member2"] and done["clusters"][0]["reasons"] == ["unreachable"]
+    # the registration agent's Lease has no owner and no hub controller removes it: prune does
+    assert done["clusters"][0]["deletes"] == ["ManagedCluster/member2", "Lease/member2/managed-cluster-lease",
+                                              "ConfigMap/kube-system/multicluster-fleet.ocm.member2"]
+    assert done["changes"] == ["hub %s: deleted" % ref for ref in done["clusters"][0]["deletes"]]
 
 
 def test_prune_removes_a_pull_member_with_its_works_rbac_and_csrs(fake_cluster):
     hub = fake_cluster
     hub.add(karmada.CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
                               "spec": {"syncMode": "Pull", "id": "id"}})
+    hub.add(CONFIG_MAP, hub_record.desired("karmada", "member2", "id"))
     hub.add(LEASE, {"metadata": {"name": "member2", "namespace": "karmada-cluster"},
                     "spec": {"renewTime": HOUR_AGO, "leaseDurationSeconds": 40}})
     hub.add(karmada.WORK, {"metadata": {"name": "app", "namespace": "karmada-es-member2"}})

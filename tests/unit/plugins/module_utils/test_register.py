@@ -845,7 +845,9 @@ def test_ocm_absent(ca):
     assert result["changes"] == ["member Klusterlet/klusterlet: deleted",
                                  "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
                                  "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
-                                 "hub ManagedCluster/member1: deleted"]
+                                 "hub ManagedCluster/member1: deleted",
+                                 "hub Lease/member1/managed-cluster-lease: absent",
+                                 "hub ConfigMap/kube-system/multicluster-fleet.ocm.member1: absent"]
     assert hub.objects == {} and NAMESPACE.path(None, "open-cluster-management-agent") in member.objects
     alone = OcmRegistration(member, None, registration_of("ocm", CLUSTER, state="absent")).absent()
     assert alone["changed"] is False and "the hub still lists ManagedCluster member1" in alone["warnings"][0]
@@ -998,9 +1000,11 @@ def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
     assert result["accepted"]["accepted"] is True and result["accepted"]["approved"] == ["east-abcde"]
     assert result["changes"][1:] == ["hub CertificateSigningRequest/east-abcde: approved",
                                      "hub ManagedCluster/east: accepted (hubAcceptsClient)",
-                                     "hub ManagedCluster/east: updated"]
+                                     "hub ManagedCluster/east: updated",
+                                     "hub ConfigMap/kube-system/multicluster-fleet.ocm.east: created"]
     assert [d["before_header"] for d in result["diff"]] == ["hub CertificateSigningRequest/east-abcde", "hub ManagedCluster/east",
-                                                            "hub ManagedCluster/east"]
+                                                            "hub ManagedCluster/east",
+                                                            "hub ConfigMap/kube-system/multicluster-fleet.ocm.east"]
     accepted = hub.get(MANAGED_CLUSTER, "east")
     assert accepted["spec"]["hubAcceptsClient"] is True
     # the cluster id later registrations of the name are checked against (OCM records none of its own)

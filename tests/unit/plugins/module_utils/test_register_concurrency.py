@@ -640,7 +640,8 @@ def test_force_unjoins_an_unreachable_ocm_member_from_the_hub(ca):
     with pytest.raises(FleetError, match="cannot be unregistered without reaching it"):
         OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent")).absent()
     result = OcmRegistration(member, hub, registration_of("ocm", CLUSTER, state="absent", force=True)).absent()
-    assert result["changes"] == ["hub ManagedCluster/member1: deleted"] and hub.objects == {}
+    assert result["changes"] == ["hub ManagedCluster/member1: deleted", "hub Lease/member1/managed-cluster-lease: absent",
+                                 "hub ConfigMap/kube-system/multicluster-fleet.ocm.member1: absent"] and hub.objects == {}
     assert "Klusterlet klusterlet and the Secrets of namespace open-cluster-management-agent stay on it" in result["warnings"][0]
 
 
