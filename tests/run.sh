@@ -10,8 +10,10 @@
 # FLEET_TEST_WORKERS: pytest-xdist workers of the integration stage, each with a lab of its own (default 2).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+setup_started=$SECONDS
 source "$root/tests/setup.sh"
 cd "$root"
+stage_times=("setup $((SECONDS - setup_started)) ok")
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(sanity lint docs unit integration molecule matrix)
 
@@ -23,7 +25,7 @@ run_sanity() {
   mkdir -p "$tree"
   git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$tree/"
   echo "[tests] ansible-test sanity" >&2
-  (cd "$tree" && git init -q && git add -A && ansible-test sanity --local --requirements --python 3.11 --color no) || status=$?
+  (cd "$tree" && git init -q && git add -A && ansible-test sanity --local --requirements --python "$(python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" --color no) || status=$?
   rm -rf "$top"
   return "$status"
 }
@@ -37,18 +39,30 @@ link_collection() {
 }
 
 run_molecule() {
-  local status=0 scenario
+  # The two scenarios run side by side, each on a lab of its own (they mostly wait on the lab's simulations); each
+  # one's output follows as a block once both have ended.
+  local status=0 scenario logs pids=()
   link_collection
+  logs="$(mktemp -d)"
   for scenario in karmada ocm; do
     echo "[tests] molecule test -s $scenario" >&2
-    molecule test -s "$scenario" || status=1
+    molecule test -s "$scenario" >"$logs/$scenario.log" 2>&1 &
+    pids+=("$!")
   done
+  for scenario in karmada ocm; do
+    if wait "${pids[0]}"; then echo "[tests] molecule $scenario: passed" >&2; else echo "[tests] molecule $scenario: FAILED" >&2; status=1; fi
+    pids=("${pids[@]:1}")
+    cat "$logs/$scenario.log"
+  done
+  rm -rf "$logs"
   return "$status"
 }
 
 # Every stage runs even when an earlier one failed, so one run shows all failures.
 failed=()
 for stage in "${stages[@]}"; do
+  stage_started=$SECONDS
+  failed_before=${#failed[@]}
   case "$stage" in
     sanity) run_sanity || failed+=(sanity) ;;
     unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q || failed+=(unit) ;;
@@ -62,24 +76,35 @@ for stage in "${stages[@]}"; do
     docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh || failed+=(docs) ;;
     molecule) (run_molecule) || failed+=(molecule) ;;
     matrix)
-      # The sanity stage runs ansible-test on this virtualenv's ansible-core, the oldest of the range: with it, the
-      # matrix runs sanity on the newest only.
+      # The sanity stage runs ansible-test on this virtualenv's ansible-core, the newest release: with it, the
+      # matrix runs sanity on the oldest only.
       echo "[tests] version matrix" >&2
-      # Likewise the unit and integration stages (test_in_worker_execution: the matrix's compare step) run on it.
+      # Likewise the unit and integration stages (test_in_worker_execution and test_awx: the matrix's compare and awx
+      # steps) run on it.
       matrix_sanity=both
       matrix_covered=()
       for other in "${stages[@]}"; do
         case "$other" in
-          sanity) matrix_sanity=newest ;;
+          sanity) matrix_sanity=oldest ;;
           unit) matrix_covered+=(unit) ;;
-          integration) matrix_covered+=(compare) ;;
+          integration) matrix_covered+=(compare awx) ;;
         esac
       done
       python tests/matrix/matrix.py --sanity "$matrix_sanity" --covered "$(IFS=,; echo "${matrix_covered[*]}")" \
         || failed+=(matrix) ;;
     *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix)" >&2; exit 2 ;;
   esac
+  stage_times+=("$stage $((SECONDS - stage_started)) $([ ${#failed[@]} -eq "$failed_before" ] && echo ok || echo FAILED)")
 done
+{
+  echo "[tests] stage times (Kubernetes $("$FLEET_LAB_BIN/kube-apiserver" --version | awk '{print $2}') in the lab, $(ansible --version | head -1)):"
+  printf '[tests]   %-12s %7s  %s\n' stage seconds result
+  for row in "${stage_times[@]}"; do
+    # shellcheck disable=SC2086
+    printf '[tests]   %-12s %7s  %s\n' $row
+  done
+  printf '[tests]   %-12s %7s\n' total "$SECONDS"
+} >&2
 if [ ${#failed[@]} -gt 0 ]; then
   echo "[tests] FAILED: ${failed[*]}" >&2
   exit 1

@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -368,28 +369,42 @@ def fleet_evidence(item):
                             "" if not age else " (%s)" % age if age.startswith("in ") else " (%s ago)" % age)
 
 
+# What Markdown (CommonMark, GitHub's tables and strikethrough) would read as markup in a line of text: code spans, emphasis,
+# links and images, raw HTML and autolinks, entities, table cells; an underscore only where it can start or end emphasis
+# (not inside a word, so that names such as fleet_wait_timeout stay as they are).
+MARKDOWN_SPECIAL = re.compile(r"[\\`*\[\]<>|~&]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def markdown_text(value):
+    """``value`` as literal text on one line of a Markdown document: whitespace and newlines folded into single spaces
+    (no new block - heading, list, table row - can start), every character Markdown reads as markup escaped with a
+    backslash (no link, image, HTML, emphasis or code span). For text the hub or a member's agent supplied: its
+    conditions, versions and messages."""
+    return MARKDOWN_SPECIAL.sub(lambda found: "\\" + found.group(0), " ".join(str(value).split()))
+
+
 def fleet_markdown(rows, engine, title="Fleet summary"):
     """The summary as a Markdown document: the table, then every failed member with its whole reason, then every
-    member whose agent certificate expires soon."""
+    member whose agent certificate expires soon. Every value from the rows is literal text (:func:`markdown_text`): a
+    member's agent writes its cluster's conditions and version on the hub, and reasons quote them."""
     columns = _columns(engine)
-    lines = ["# %s" % title, "", "| %s |" % " | ".join(columns), "|" + "---|" * len(columns)]
+    lines = ["# %s" % markdown_text(title), "", "| %s |" % " | ".join(columns), "|" + "---|" * len(columns)]
     for row in rows or []:
-        cells = [cell.replace("|", "\\|") for cell in _cells(row, engine)]
-        lines.append("| %s |" % " | ".join(cells))
+        lines.append("| %s |" % " | ".join(markdown_text(cell) for cell in _cells(row, engine)))
     failed = [row for row in rows or [] if row.get("reason")]
     if failed:
         lines += ["", "## Failed members", ""]
         for row in failed:
-            verdict = " (%s)" % row["verdict"] if row.get("verdict") else ""
-            task = "%s: " % row["failed_task"] if row.get("failed_task") else ""
-            lines.append("- **%s**%s: %s%s" % (row["name"], verdict, task, " ".join(str(row["reason"]).split())))
-            lines += ["  - evidence: %s" % fleet_evidence(item) for item in row.get("evidence") or []]
+            verdict = " (%s)" % markdown_text(row["verdict"]) if row.get("verdict") else ""
+            task = "%s: " % markdown_text(row["failed_task"]) if row.get("failed_task") else ""
+            lines.append("- **%s**%s: %s%s" % (markdown_text(row["name"]), verdict, task, markdown_text(row["reason"])))
+            lines += ["  - evidence: %s" % markdown_text(fleet_evidence(item)) for item in row.get("evidence") or []]
             if row.get("next_step"):
-                lines.append("  - next step: %s" % row["next_step"])
+                lines.append("  - next step: %s" % markdown_text(row["next_step"]))
     expiring = [row for row in rows or [] if row.get("warning")]
     if expiring:
         lines += ["", "## Agent certificates expiring soon", ""]
-        lines += ["- **%s**: %s" % (row["name"], row["warning"]) for row in expiring]
+        lines += ["- **%s**: %s" % (markdown_text(row["name"]), markdown_text(row["warning"])) for row in expiring]
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,8 @@ SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 VERDICTS = (
     ("member_unreachable", "Check that the member's API server runs and that its connection in the inventory points at "
                            "it, then diagnose again."),
+    ("member_mismatch", "The member connection reaches another cluster than the one the hub registered under this name: "
+                        "correct the member's connection in the inventory (kubeconfig, context), then diagnose again."),
     ("csr_denied", "The agent's certificate request was denied: delete it so that the agent asks again, then approve the "
                    "new one with multicluster.fleet.csr_accept (site.yml does it for this member)."),
     ("csr_pending", "Approve the agent's certificate request with multicluster.fleet.csr_accept once you have checked "
@@ -138,7 +140,7 @@ def read_hub(hub, engine, cluster):
     facts = {"cluster": cluster, "engine": engine.name, "object": engine.member_kind.ref(cluster), "present": obj is not None,
              "push": engine.is_push(obj), "ready": None, "ready_condition": None, "lease": None,
              "csrs": agent_csrs(hub, engine, cluster), "denied_access": [], "agent_user": None, "namespace": None,
-             "terminating_works": []}
+             "terminating_works": [], "cluster_id": engine.recorded_cluster_id(obj) if obj is not None else None}
     if obj is not None:
         condition = resources.condition(obj, engine.ready_condition["type"]) or {}
         facts.update(ready=condition.get("status") == "True", ready_condition=dict(
@@ -214,7 +216,9 @@ def read_member(member, engine, hub_ca_pem):
     except client.ClusterError as exc:
         if not exc.status:
             return {"reachable": False, "error": exc.msg}
-    facts = {"reachable": True, "status_object": None, "deployments": [], "kubeconfigs": [], "certificate": None}
+    namespace = resources.get(member, resources.NAMESPACE, "kube-system")
+    facts = {"reachable": True, "status_object": None, "deployments": [], "kubeconfigs": [], "certificate": None,
+             "cluster_id": ((namespace or {}).get("metadata") or {}).get("uid"), "server": member.server}
     status_object = None
     if engine.agent_status:
         kind, name = engine.agent_status
@@ -270,11 +274,17 @@ def _rules(hub, member, now):
     newest = hub["csrs"][-1] if hub["csrs"] else None
     kubeconfigs = [k for k in (member or {}).get("kubeconfigs") or () if k["present"] and k["server"]]
     cert = (member or {}).get("certificate")
-    agent_expected = bool(kubeconfigs) and not hub["push"]
+    # A Pull member object on the hub means an agent on the member, also when the member holds no kubeconfig for it
+    agent_expected = not hub["push"] and (bool(kubeconfigs) or hub["present"])
     lease = hub["lease"]
 
     yield "member_unreachable", member is not None and not member["reachable"] and [
         evidence("cluster %s" % cluster, "API server", member.get("error"))]
+    yield "member_mismatch", member is not None and member["reachable"] and hub["cluster_id"] and (
+        member.get("cluster_id") != hub["cluster_id"]) and [
+        evidence(hub["object"], "cluster id", hub["cluster_id"]),
+        evidence("cluster at %s" % member.get("server"), "kube-system namespace UID",
+                 "%s: the member connection reaches another cluster" % (member.get("cluster_id") or "unreadable"))]
     if newest and _unusable_certificate(member, hub, now):
         found = [evidence("CertificateSigningRequest/%s" % newest["name"], "status", newest["state"], newest["created"], now)]
         yield "csr_denied", newest["state"] in (csrs.DENIED, csrs.FAILED) and found
@@ -289,9 +299,11 @@ def _rules(hub, member, now):
     yield "certificate_expired", cert and parse_time(cert["not_after"]) <= now and [
         evidence(cert["object"], "certificate notAfter", cert["not_after"], cert["not_after"], now)]
     status = (member or {}).get("status_object")
-    yield "agent_not_running", agent_expected and (
-        [evidence(d["object"], "readyReplicas", d["ready"] if d["present"] else "absent", d.get("since"), now)
-         for d in member["deployments"] if not d["running"]]
+    yield "agent_not_running", agent_expected and member is not None and member["reachable"] and (
+        ([] if kubeconfigs else [evidence(k["object"], "data", "absent: the agent has no kubeconfig to reach the hub with")
+                                 for k in member["kubeconfigs"] if not k["present"]])
+        + [evidence(d["object"], "readyReplicas", d["ready"] if d["present"] else "absent", d.get("since"), now)
+           for d in member["deployments"] if not d["running"]]
         + ([evidence(status["object"], "Available", "%s: %s" % (status["available"], status["message"]), status["since"], now)]
            if status and status["available"] != "True" else []))
     yield "not_registered", not hub["present"] and [evidence(hub["object"], "metadata.name", "absent")]

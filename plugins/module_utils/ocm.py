@@ -109,6 +109,9 @@ def summarize_managed_cluster(obj):
 CLUSTER_NAME_MAX_LENGTH = 63
 AGENT_NAMESPACE = "open-cluster-management-agent"
 BOOTSTRAP_SECRET = "bootstrap-hub-kubeconfig"  # what join writes: the hub URL, its CA and the token
+# The Klusterlet status condition with which the klusterlet operator's bootstrap controller drives a rebootstrap: while
+# True it stops the registration agent, deletes hub-kubeconfig-secret, then sets it False (RebootstrapCompleted).
+REBOOTSTRAP_CONDITION = "RebootstrapProgressing"
 HUB_KUBECONFIG_SECRET = "hub-kubeconfig-secret"  # what the registration agent writes once accepted
 CLUSTER_LEASE = "managed-cluster-lease"  # in the cluster namespace on the hub, renewed by the registration agent
 LEASE_DURATION_SECONDS = 60  # ManagedCluster spec.leaseDurationSeconds by default

@@ -308,7 +308,37 @@ class KarmadaRegistration(Registrar):
         if parts:
             problem = credentials_problem(reg, parts["server"], parts["ca_pem"], parts["client_cert_pem"],
                                           parts["client_key_pem"], karmada.agent_user(reg.cluster_name), karmada.AGENTS_GROUP)
+        if parts and problem is None:
+            problem = self._removed_from_hub()
         return stored, parts, problem
+
+    def _removed_from_hub(self):
+        """Why a good stored agent certificate is not kept because the hub no longer has the registration it was issued
+        for, or None (also without hub credentials: nothing to compare with).
+
+        A cluster removed from the hub (prune.yml, an unregistration without the member) leaves neither its Cluster nor
+        the agent's hub RBAC (ClusterRoleBinding ``system:karmada:<cluster>:agent``), which a registration creates before
+        its CSR: the agent that still runs does not create the Cluster again (karmada-agent registers only at its start),
+        so keeping the certificate would leave the member unregistered. The registration then starts afresh: a new CSR,
+        whose certificate rolls the agent, which creates the Cluster. A stored certificate whose agent has not created the
+        Cluster yet (its RBAC is there) is kept - unless a CSR of this registration is in flight (an earlier run of the
+        fresh registration stopped before it stored the new certificate, after it wrote the RBAC): that one goes on.
+        """
+        if self.hub is None:
+            return None
+        name = self.reg.cluster_name
+        binding = karmada.agent_role_name(name)
+        if resources.get(self.hub, karmada.CLUSTER, name) is not None:
+            return None
+        if resources.get(self.hub, resources.CLUSTER_ROLE_BINDING, binding) is None:
+            return ("the hub has neither Cluster %s nor its agent's ClusterRoleBinding %s: the cluster was removed from the "
+                    "hub (prune.yml, or unregistered there) after its agent got its certificate, and the running agent does "
+                    "not register it again; registering it afresh with a new certificate" % (name, binding))
+        in_flight = self._in_flight()
+        if in_flight:
+            return ("the hub has no Cluster %s and CSR %s of its registration is in flight: going on with it"
+                    % (name, in_flight["csr-name"]))
+        return None
 
     def _keep(self, stored, parts, result):
         """The result of a run that keeps the stored agent credentials (the hub RBAC still ensured).

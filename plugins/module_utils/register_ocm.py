@@ -20,7 +20,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock impo
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Accepted, failed_after, merge_written
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
     Registrar, certificate_expiration, check_identity, credentials_problem, hub_change, hub_server, hub_trust, proxy_problem,
-    secret_value)
+    secret_value, utc_now)
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
 
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
@@ -67,6 +67,7 @@ class OcmRegistration(Registrar):
     ``runtime``: the member, or in Hosted modes the hosting cluster."""
 
     engine = "ocm"
+    removed_from_hub = None  # why the hub no longer honours the klusterlet's certificate (_removed_from_hub), or None
 
     def run(self):
         reg = self.reg
@@ -83,6 +84,7 @@ class OcmRegistration(Registrar):
         """``(expiration or None, problem or None, hub change or None)`` of the registration agent's hub kubeconfig Secret;
         the change (:func:`registration.hub_change`) is what differs between the hub it reaches and the one asked for."""
         reg = self.reg
+        self.removed_from_hub = None
         namespace = reg.placement.agent_namespace
         stored = resources.get(self.runtime, SECRET, ocm.HUB_KUBECONFIG_SECRET, namespace)
         if stored is None:
@@ -106,12 +108,55 @@ class OcmRegistration(Registrar):
                    or proxy_problem(reg, parts["proxy_url"], parts["ca_pem"]))
         if problem:
             return None, problem, change
+        removed = self.removed_from_hub = self._removed_from_hub()
+        if removed:
+            return None, removed, None
         change, dummy = self.published_ca_change(parts["ca_pem"])
         if change:  # the klusterlet bootstraps again with a bootstrap kubeconfig trusting the new bundle
             return None, "the hub publishes a new CA bundle (%s)" % ", ".join(change["ca"]["to"]), change
         return certificate_expiration(cert_pem), None, None
 
-    def _bootstrap_secret(self, server, trust):
+    def _removed_from_hub(self):
+        """Why a good stored klusterlet certificate is no longer honoured, or None (also without hub credentials).
+
+        A klusterlet creates its ManagedCluster before its CSR, so a certificate for a cluster the hub has no
+        ManagedCluster of was issued for one removed since (prune.yml, or unjoined there): the hub's registration
+        controller removed the cluster's RBAC with it, and the agent, which creates the ManagedCluster only while it
+        bootstraps, waits for ever. The run then makes the klusterlet bootstrap again (:meth:`_start_rebootstrap`)."""
+        if self.hub is None or resources.get(self.hub, ocm.MANAGED_CLUSTER, self.reg.cluster_name) is not None:
+            return None
+        return ("the hub has no ManagedCluster %s, the cluster the klusterlet's certificate was issued for: it was removed "
+                "from the hub (prune.yml, or unjoined there), which no longer honours that certificate; the klusterlet "
+                "bootstraps again" % self.reg.cluster_name)
+
+    def _start_rebootstrap(self, reason):
+        """Make the klusterlet bootstrap again on its operator's own path: condition ``RebootstrapProgressing=True`` on the
+        Klusterlet's status. The operator's bootstrap controller then stops the registration agent, deletes
+        ``hub-kubeconfig-secret`` and marks the condition False (``RebootstrapCompleted``); the agent starts again with the
+        bootstrap kubeconfig, creates the ManagedCluster and posts a new CSR. Returns the Outcome."""
+        runtime, name = self.runtime, self.reg.placement.klusterlet
+        for _attempt in range(resources.CONFLICT_RETRIES):
+            current = resources.get(runtime, ocm.KLUSTERLET, name)
+            if current is None or resources.condition_is(current, ocm.REBOOTSTRAP_CONDITION):
+                return resources.Outcome(ocm.KLUSTERLET, name, None, "unchanged", current, current)
+            conditions = [c for c in (current.get("status") or {}).get("conditions") or []
+                          if c.get("type") != ocm.REBOOTSTRAP_CONDITION]
+            conditions.append({"type": ocm.REBOOTSTRAP_CONDITION, "status": "True", "reason": "RebootstrapStarted",
+                               "message": reason[:1000], "lastTransitionTime": pki.rfc3339(utc_now()),
+                               "observedGeneration": current["metadata"].get("generation", 0)})
+            patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                     "status": {"conditions": conditions}}
+            try:
+                updated = runtime.request("PATCH", ocm.KLUSTERLET.path(name=name, subresource="status"), body=patch,
+                                          query={"dryRun": "All"} if self.check_mode else None,
+                                          content_type=resources.MERGE_PATCH)
+            except client.Conflict:
+                continue
+            return resources.Outcome(ocm.KLUSTERLET, name, None, "updated", current, updated)
+        raise FleetError("%s: Klusterlet %s kept changing while its rebootstrap was being requested; run again"
+                         % (runtime.label, name))
+
+    def _bootstrap_secret(self, server, trust, fresh=False):
         """The bootstrap kubeconfig Secret to write: with this run's token, unless the member's differs from it only by a
         token the hub still accepts (another run's join token, docs/architecture.md 3.3): that one is kept, as a new token
         would make the klusterlet bootstrap again - a second CSR for the same member."""
@@ -124,6 +169,8 @@ class OcmRegistration(Registrar):
             return ocm.bootstrap_secret(kubeconfig_text, namespace, grpc_config)
 
         wanted = secret(reg.token)
+        if fresh:
+            return wanted
         stored = resources.get(self.runtime, SECRET, ocm.BOOTSTRAP_SECRET, namespace)
         try:
             token = pki.read_kubeconfig(secret_value(stored, ocm.KUBECONFIG_KEY) or "", "stored bootstrap kubeconfig")["token"]
@@ -164,7 +211,8 @@ class OcmRegistration(Registrar):
         registered_as = _refuse_another_klusterlet(runtime, placement, reg.cluster_name, "join as")
         result = dict(engine=reg.engine.name, cluster_name=reg.cluster_name, cluster_id=cluster_id,
                       api_endpoint=reg.api_endpoint or member.server, csr_name=None, reason=None, certificate_expiration=None,
-                      joined=False, hub_server=None, ca_pins=[], hub_change=None, klusterlet=placement.klusterlet,
+                      joined=False, hub_server=None, ca_pins=[], hub_change=None, removed_from_hub=False,
+                      klusterlet=placement.klusterlet,
                       agent_namespace=placement.agent_namespace)
         if not _serves_klusterlets(runtime):
             if check_mode:  # checked what can be checked (the identity rule); the rest needs the operator's API
@@ -201,9 +249,12 @@ class OcmRegistration(Registrar):
                 namespaces = [placement.agent_namespace] if placement.hosted else [ocm.OPERATOR_NAMESPACE, ocm.AGENT_NAMESPACE]
                 for namespace in namespaces:
                     self.ensure(runtime, NAMESPACE, {"metadata": {"name": namespace}})
+                removed = result["removed_from_hub"] = bool(problem and self.removed_from_hub)
+                if removed:  # first the request, then the bootstrap kubeconfig, whose change the operator notices at once
+                    report.add(runtime, self._start_rebootstrap(problem))
                 if problem:
                     trust = hub_trust(reg, discovered["ca_pem"])
-                    self.ensure(runtime, SECRET, self._bootstrap_secret(result["hub_server"], trust))
+                    self.ensure(runtime, SECRET, self._bootstrap_secret(result["hub_server"], trust, fresh=removed))
                 if placement.hosted:
                     self.ensure(runtime, SECRET,
                                 ocm.external_managed_kubeconfig_secret(reg.managed_kubeconfig, placement.agent_namespace))
@@ -237,7 +288,7 @@ class OcmRegistration(Registrar):
         try:
             try:
                 # a klusterlet whose bootstrap kubeconfig now names another hub or CA bootstraps again: wait for its new CSR
-                rebootstraps = bool(registered.get("hub_change")) and not check_mode
+                rebootstraps = bool(registered.get("hub_change") or registered.get("removed_from_hub")) and not check_mode
                 outcome = accept.accept(hub, reg.engine, [name], wait=waits, timeout=reg.wait_timeout, check_mode=check_mode,
                                         interval=reg.wait_sleep, expect_new_csr=rebootstraps)
             except WaitTimeout as exc:

@@ -22,9 +22,13 @@ description:
     Klusterlet's C(Available) condition, the agent kubeconfig Secrets (Karmada C(karmada-system/karmada-kubeconfig),
     OCM C(bootstrap-hub-kubeconfig) and C(hub-kubeconfig-secret)), whether their CA is the hub's (as the hub publishes
     it in C(kube-public/cluster-info)) and their hub address answers, and the agent certificate's expiry and issuer.
-  - "Returns one verdict per cluster, the first that holds in this order: V(member_unreachable), V(csr_denied),
+  - "Returns one verdict per cluster, the first that holds in this order: V(member_unreachable), V(member_mismatch) (the
+    member connection reaches another cluster than the one the hub object stands for: the UID of its C(kube-system)
+    namespace is not the cluster id the hub records, as M(multicluster.fleet.cluster_join) and
+    M(multicluster.fleet.cluster_register) compare them; not compared where the hub records none), V(csr_denied),
     V(csr_pending) (these two only while the agent holds no valid certificate), V(hub_ca_mismatch),
-    V(hub_unreachable_from_agent), V(certificate_expired), V(agent_not_running), V(not_registered), V(rbac_missing),
+    V(hub_unreachable_from_agent), V(certificate_expired), V(agent_not_running) (also when the hub has a Pull member
+    object and the member holds none of the agent's kubeconfig Secrets), V(not_registered), V(rbac_missing),
     V(lease_expired), V(not_ready) (the hub's readiness condition is not C(True) for none of these reasons), else
     V(healthy); with the evidence for it and the next step."
   - Only reads; the hub address in an agent kubeconfig is tried from where the task runs, which may not be where the

@@ -676,6 +676,16 @@ hub_change:
   returned: when O(state=present)
   type: dict
   sample: {"address": {"from": "https://10.0.0.1:6443", "to": "https://hub.example.com:6443"}}
+removed_from_hub:
+  description:
+    - Whether the klusterlet holds a certificate for a cluster the hub no longer has (its ManagedCluster removed, by
+      C(prune.yml) or by hand, after it registered), which the hub no longer honours. The run then asks the klusterlet
+      operator to bootstrap again (Klusterlet status condition C(RebootstrapProgressing)), with this run's token; the
+      klusterlet creates the ManagedCluster again and requests a new certificate, which O(accept) approves. Only with
+      O(hub); a Karmada member in that state (neither its Cluster nor its agent's hub RBAC left) gets a new certificate as
+      at registration, and RV(reason) says why.
+  returned: when O(state=present) and O(engine=ocm)
+  type: bool
 api_endpoint:
   description: The member API server URL the hub and agents use.
   returned: when O(state=present)

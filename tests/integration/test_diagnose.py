@@ -170,6 +170,38 @@ def member_stopped_is_unreachable(lab, engine):
     wait_for_verdict(lab, engine, "member1", "healthy")
 
 
+def another_clusters_credentials(lab, engine):
+    """member1's connection given to diagnose member2: the verdict says so instead of judging member2 by member1's agent."""
+    args = dict(auth(lab, lab.hub), engine=engine, clusters=["member2"], member=auth(lab, "member1"))
+    result = run_module("cluster_diagnose", args)
+    assert result["rc"] == 0, result.get("msg")
+    found = result["clusters"][0]
+    uid = lab.api("member1").get("/api/v1/namespaces/kube-system")["metadata"]["uid"]
+    assert found["verdict"] == "member_mismatch", found
+    assert found["evidence"][1]["value"] == "%s: the member connection reaches another cluster" % uid, found
+
+
+def without_agent_kubeconfigs(lab, engine, agent, paths):
+    """member2 holding none of its agent's kubeconfig Secrets (``paths``; its agent paused, as one that cannot start):
+    agent_not_running, naming them; healthy again once they are back."""
+    member = lab.api("member2")
+    kept = [member.get(path) for path in paths]
+    agent.pause()
+    try:
+        for path in paths:
+            member.delete(path)
+        found = diagnose(lab, engine, "member2")
+    finally:
+        for path, secret in zip(paths, kept):
+            member.post(path.rsplit("/", 1)[0], dict((key, secret[key]) for key in ("apiVersion", "kind", "type", "data"))
+                        | {"metadata": {"name": secret["metadata"]["name"], "namespace": secret["metadata"]["namespace"]}})
+        agent.resume()
+    assert found["verdict"] == "agent_not_running", found
+    assert [e["object"] for e in found["evidence"]][:len(paths)] == [
+        "Secret/%s/%s" % tuple(path.split("/")[-3::2]) for path in paths], found
+    wait_for_verdict(lab, engine, "member2", "healthy")
+
+
 def not_registered(lab, engine):
     found = diagnose(lab, engine, "member9", member=False)
     assert found["verdict"] == "not_registered", found
@@ -259,6 +291,13 @@ class TestKarmada:
     def test_a_name_the_hub_does_not_know(self, lab):
         not_registered(lab, "karmada")
 
+    def test_another_clusters_credentials(self, lab):
+        another_clusters_credentials(lab, "karmada")
+
+    def test_a_pull_member_without_its_agent_kubeconfig(self, lab, simulations):
+        agent = agent_of(simulations, sim_karmada_agent.SimulatedKarmadaAgent, "member2")
+        without_agent_kubeconfigs(lab, "karmada", agent, [KARMADA_KUBECONFIG])
+
     def test_site_gives_a_failed_member_its_verdict_and_diagnose_yml_prints_it(self, lab, simulations, karmada_fleet, tmp_path):
         """member2's agent stopped, its Lease run out: site.yml's wait for readiness fails, and the summary says why."""
         agent = agent_of(simulations, sim_karmada_agent.SimulatedKarmadaAgent, "member2")
@@ -269,7 +308,9 @@ class TestKarmada:
             cluster = hub.get("/apis/cluster.karmada.io/v1alpha1/clusters/member2")
             for condition in cluster["status"]["conditions"]:
                 if condition["type"] == "Ready":
-                    condition.update(status="Unknown", reason="ClusterStatusUnknown", message="cluster status unknown")
+                    # what an agent can write there: the report quotes it as text
+                    condition.update(status="Unknown", reason="ClusterStatusUnknown",
+                                     message="cluster status unknown\n# injected\n![x](https://evil.example/x.png)")
             hub.put("/apis/cluster.karmada.io/v1alpha1/clusters/member2/status", cluster)
             done, recap = play("site.yml", karmada_fleet, fleet_wait_timeout=2, fleet_wait_step=1,
                                agent_install_wait_timeout=2, agent_install_wait_step=1, fleet_report_path=str(report))
@@ -280,8 +321,9 @@ class TestKarmada:
         assert summary(done.stdout)["member2"]["RESULT"].startswith("failed (lease_expired): "), summary(done.stdout)
         text = report.read_text()
         assert re.search(r"^- \*\*member2\*\* \(lease_expired\): .*\n  - evidence: Lease/karmada-cluster/member2 spec\.renewTime: "
-                         r".*\(60m ago\)\n(  - evidence: .*\n)*  - next step: The agent stopped renewing its Lease", text,
+                         r".*\(6[0-9]m ago\)\n(  - evidence: .*\n)*  - next step: The agent stopped renewing its Lease", text,
                          re.MULTILINE), text
+        assert "# injected" not in text.splitlines() and "![x](" not in text and "!\\[x\\](https://evil.example/x.png)" in text
         assert printed.returncode == 0, printed.stdout[-4000:]
         assert '"member1: healthy - Nothing to do."' in printed.stdout
         assert '"member2: lease_expired - The agent stopped renewing its Lease' in printed.stdout
@@ -414,3 +456,10 @@ class TestOcm:
 
     def test_a_name_the_hub_does_not_know(self, lab):
         not_registered(lab, "ocm")
+
+    def test_another_clusters_credentials(self, lab):
+        another_clusters_credentials(lab, "ocm")
+
+    def test_a_pull_member_without_its_agent_kubeconfigs(self, lab, simulations):
+        agent = agent_of(simulations, sim_klusterlet.SimulatedKlusterlet, "member2")
+        without_agent_kubeconfigs(lab, "ocm", agent, [OCM_BOOTSTRAP, OCM_HUB_SECRET])

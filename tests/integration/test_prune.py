@@ -11,6 +11,7 @@ cluster this collection did not register (``foreign-prune``), then
   member1, listed and answering, and the foreign cluster are kept; the re-run changes nothing. Karmada: a Work of
   member2's, whose execution controller ran in the paused agent, is released as karmadactl unjoin --force releases
   it; OCM: the registration agent's Lease, which no hub controller removes, is removed;
+- member2's agent comes back with the certificate of the registration prune removed: site.yml registers it again;
 - member1, dropped from the inventory but still answering, is kept without fleet_prune_force and removed with it;
 - the foreign cluster is removed only with fleet_prune_unmarked.
 
@@ -49,9 +50,9 @@ ENGINES = {
 }
 
 
-def play(name, inventory, check=False, **extra_vars):
+def play(name, inventory, check=False, limit=None, **extra_vars):
     """A playbook run that succeeds: its output and the number of changes over all hosts."""
-    done, recap = site_play(name, inventory, check=check, **extra_vars)
+    done, recap = site_play(name, inventory, check=check, limit=limit, **extra_vars)
     assert done.returncode == 0, done.stdout[-6000:]
     return done.stdout, sum(counts["changed"] for counts in recap.values())
 
@@ -224,6 +225,17 @@ class TestPrune:
         assert changed == 0
         if engine == "karmada":  # what the gone agent applied stays on its cluster, as prune leaves the member alone
             lab.api("member2").delete("/api/v1/namespaces/default/configmaps/prune-app")
+
+    def test_a_pruned_member_registers_again(self, lab, fleet):
+        """The pruned member2's agent comes back, still holding the certificate of the registration prune removed:
+        site.yml registers it afresh (a new certificate; OCM: the klusterlet bootstraps again) instead of waiting the
+        whole fleet_wait_timeout for a cluster object or a CSR its agent never creates."""
+        assert "member2" not in names(lab, fleet["engine"])
+        fleet["agent"].resume()
+        play("site.yml", fleet["inventory"], limit="hub-cluster,member2", fleet_wait_timeout=60)
+        cluster = lab.api(lab.hub).get("%s/member2" % ENGINES[fleet["engine"]]["clusters"])
+        ready = "Ready" if fleet["engine"] == "karmada" else "ManagedClusterConditionAvailable"
+        assert any(c["type"] == ready and c["status"] == "True" for c in cluster["status"]["conditions"]), cluster
 
     def test_an_unlisted_member_that_answers_needs_force(self, lab, fleet):
         stdout, changed = play("prune.yml", fleet["without_member1"], fleet_prune_confirm=True)

@@ -19,7 +19,9 @@ certificate only: once the hub accepted the cluster it sets ``ManagedClusterJoin
 version, and renews the lease ``managed-cluster-lease``. A bootstrap kubeconfig that changes while its CSR waits
 makes it start again with the new one (the agent restarts); once joined, one that names another server or CA makes
 it bootstrap again (the operator's bootstrap controller deletes ``hub-kubeconfig-secret``) - a new token alone does
-not.
+not - and so does Klusterlet status condition ``RebootstrapProgressing=True``, the operator's own rebootstrap request.
+A hub-side removal of its ManagedCluster is not noticed: the joined agent goes on with its certificate, which the hub
+no longer authorizes, and does not create the ManagedCluster again.
 
 In Hosted mode (``hosting`` given) the agent runs on the hosting cluster: it works in namespace
 ``klusterlet-<cluster>`` there (the Klusterlet ``klusterlet-<cluster>`` names it, as the operator
@@ -76,6 +78,7 @@ LEASE_RENEW_SECONDS = 10
 
 
 KLUSTERLETS = "/apis/operator.open-cluster-management.io/v1/klusterlets"
+REBOOTSTRAP_CONDITION = "RebootstrapProgressing"
 EXTERNAL_SECRET = "external-managed-kubeconfig"
 
 
@@ -158,6 +161,8 @@ class SimulatedKlusterlet(Simulation):
             self.status = "the grpc registration driver needs the hub's gRPC server, which the lab cannot run: not simulated"
             return
         self.expiration_seconds = (spec.get("registrationConfiguration") or {}).get("clientCertExpirationSeconds")
+        if klusterlet is not None and self._rebootstrap(klusterlet):
+            return
         hub_secret = get_or_none(self.runtime, secret_path(HUB_SECRET, self.namespace))
         self._resolve_names(hub_secret, spec)
         if self._valid(hub_secret) and not self._hub_changed(hub_secret):
@@ -175,6 +180,25 @@ class SimulatedKlusterlet(Simulation):
         self.runtime.delete(secret_path(HUB_SECRET, self.namespace))
         self.csr_name = self._key_pem = None
         self.status = f"the bootstrap kubeconfig names another hub: deleted {HUB_SECRET}, bootstrapping again"
+        return True
+
+    def _rebootstrap(self, klusterlet):
+        """The operator's bootstrap controller on Klusterlet condition ``RebootstrapProgressing=True`` (whoever set it):
+        it stops the registration agent, deletes ``hub-kubeconfig-secret`` and sets the condition False
+        (``RebootstrapCompleted``); the agent starts again with the bootstrap kubeconfig, a new agent name and no CSR.
+        The real controller acts on an event of the agent's Secrets or at its periodic resync; this one on its next round.
+        True when it acted."""
+        if not condition_true(klusterlet, REBOOTSTRAP_CONDITION):
+            return False
+        if get_or_none(self.runtime, secret_path(HUB_SECRET, self.namespace)) is not None:
+            self.runtime.delete(secret_path(HUB_SECRET, self.namespace))
+        self.csr_name = self._key_pem = self.agent_name = None
+        conditions, _changed = set_condition((klusterlet.get("status") or {}).get("conditions"), REBOOTSTRAP_CONDITION,
+                                             "False", "RebootstrapCompleted",
+                                             f"Secret {self.namespace}/{HUB_SECRET} is deleted and bootstrap is triggered")
+        self.runtime.patch(f"{KLUSTERLETS}/{self.klusterlet}/status", {
+            "metadata": {"resourceVersion": klusterlet["metadata"]["resourceVersion"]}, "status": {"conditions": conditions}})
+        self.status = f"rebootstrap requested on Klusterlet {self.klusterlet}: deleted {HUB_SECRET}, bootstrapping again"
         return True
 
     def _reach_managed_cluster(self):

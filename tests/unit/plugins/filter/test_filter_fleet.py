@@ -281,9 +281,42 @@ def test_markdown_has_the_table_and_every_whole_reason():
     assert lines[4] == "| member1 | v1.20.2 | Pull | True | 5m | v1.18.2 | registered |"
     assert lines[5].startswith("| edge7 | - | - | - | - | - | failed: cluster 'edge7'") and "\\|" not in lines[5][:-2]
     assert lines[-5] == ("- **edge7**: Join the member in Push mode: cluster 'edge7': kubeconfig file "
-                         "/etc/fleet/edge-07.kubeconfig does not exist | really")
+                         "/etc/fleet/edge-07.kubeconfig does not exist \\| really")
     assert lines[-3:] == ["## Agent certificates expiring soon", "",
                           "- **member1**: the agent certificate expires at 2026-12-01T00:00:00Z"]
+
+
+HOSTILE = ("ok\n# Pwned\n![x](https://evil.example/t.png) [click](javascript:alert(1)) <img src=x onerror=alert(1)> "
+           "**bold** `code` ~~gone~~ | cell _em_ &lt; \\")
+HOSTILE_TEXT = ("ok # Pwned !\\[x\\](https://evil.example/t.png) \\[click\\](javascript:alert(1)) \\<img src=x "
+                "onerror=alert(1)\\> \\*\\*bold\\*\\* \\`code\\` \\~\\~gone\\~\\~ \\| cell \\_em\\_ \\&lt; \\\\")
+
+
+def test_markdown_text_is_literal_and_on_one_line():
+    assert fleet.markdown_text(HOSTILE) == HOSTILE_TEXT
+    assert fleet.markdown_text("fleet_wait_timeout: 2_000 in /tmp/test_x0") == "fleet_wait_timeout: 2_000 in /tmp/test_x0"
+    assert fleet.markdown_text(" a\r\n\tb ") == "a b"
+
+
+def test_markdown_shows_what_an_agent_wrote_on_the_hub_as_text():
+    """A member's agent writes its cluster's condition message and Kubernetes version on the hub: the report quotes
+    them as text - no heading, image, link, HTML or table cell of theirs."""
+    members = [{"host": "member2", "name": "member2", "ran": True, "failure": "", "failed_task": "",
+                "agent": {"version": HOSTILE, "certificate_expiration": None}},
+               {"host": "member3", "name": "member3", "ran": True, "failure": "", "failed_task": "",
+                "diagnosis": {"verdict": "not_ready", "next_step": "Read its conditions.",
+                              "evidence": [dict(EVIDENCE, field="condition Ready", value=HOSTILE, age=None)]}}]
+    clusters = [{"name": "member2", "ready": True, "mode": "Pull", "kubernetes_version": HOSTILE},
+                {"name": "member3", "ready": False, "mode": "Pull", "kubernetes_version": "v1.36.2",
+                 "conditions": [{"type": "Ready", "status": "False", "message": HOSTILE}]}]
+    rows = fleet.fleet_report(members, clusters, "karmada", now=NOW)
+    text = fleet.fleet_markdown(rows, "karmada")
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("#")] == ["# Fleet summary", "## Failed members"]
+    assert lines[4].startswith("| member2 | %s | Pull | True |" % HOSTILE_TEXT) and lines[4].count(" | ") == 6
+    assert "- **member3** (not_ready): not ready: %s\n" % HOSTILE_TEXT in text and HOSTILE_TEXT in lines[-2] and lines[-2].startswith("  - evidence: ")
+    for raw in ("![", "](", "<img", "**bold", "`code`", "~~"):
+        assert raw not in text.replace("\\" + raw[0], ""), raw
 
 
 def test_report_has_the_agent_version_and_warns_about_expiring_certificates():

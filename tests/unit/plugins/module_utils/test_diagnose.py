@@ -18,9 +18,10 @@ HUB = {
     "csrs": [{"name": "member2-abcde", "state": "approved", "created": "2026-11-29T04:59:00Z"}],
     "denied_access": [], "agent_user": "system:karmada:agent:member2",
     "namespace": {"object": "Namespace/karmada-es-member2", "present": True}, "terminating_works": [],
+    "cluster_id": "uid-of-member2",
 }
 MEMBER = {
-    "reachable": True, "status_object": None,
+    "reachable": True, "status_object": None, "cluster_id": "uid-of-member2", "server": "https://127.0.0.1:7002",
     "deployments": [{"object": "Deployment/karmada-system/karmada-agent", "present": True, "ready": "1/1", "running": True,
                      "since": "2026-11-29T05:00:00Z"}],
     "kubeconfigs": [{"object": "Secret/karmada-system/karmada-kubeconfig", "present": True, "server": "https://127.0.0.1:6443",
@@ -61,6 +62,8 @@ NOT_READY = dict(HUB["ready_condition"], status="False", message="cluster is not
 CASES = [
     ("member_unreachable", dict(member={"reachable": False, "error": "cluster 'member2' is unreachable"},
                                 hub={"csrs": pending(), "lease": OLD_LEASE, "ready": False})),
+    ("member_mismatch", dict(member={"cluster_id": "uid-of-member1", "kubeconfigs": WRONG_CA, "certificate": EXPIRED},
+                             hub={"csrs": pending(), "lease": OLD_LEASE, "ready": False})),
     ("csr_denied", dict(member={"certificate": None, "kubeconfigs": WRONG_CA}, hub={"csrs": pending("denied")})),
     ("csr_pending", dict(member={"certificate": EXPIRED, "deployments": STOPPED}, hub={"csrs": pending()})),
     ("hub_ca_mismatch", dict(member={"kubeconfigs": WRONG_CA, "certificate": EXPIRED}, hub={"lease": OLD_LEASE})),
@@ -119,6 +122,35 @@ def test_without_the_member_the_csrs_count_while_the_hub_reports_it_not_ready():
     assert result["verdict"] == "csr_denied"
     assert result["evidence"] == [{"object": "CertificateSigningRequest/member2-fghij", "field": "status",
                                    "value": "denied", "age": "10m"}]
+
+
+def test_a_member_connection_to_another_cluster_is_named():
+    """member1's credentials given for member2: not a verdict on member2 from member1's agent."""
+    result = verdict(member={"cluster_id": "uid-of-member1", "server": "https://127.0.0.1:7001"})
+    assert result["verdict"] == "member_mismatch"
+    assert result["evidence"] == [
+        {"object": "Cluster/member2", "field": "cluster id", "value": "uid-of-member2", "age": None},
+        {"object": "cluster at https://127.0.0.1:7001", "field": "kube-system namespace UID",
+         "value": "uid-of-member1: the member connection reaches another cluster", "age": None}]
+    # a hub object that records no cluster id (an OCM cluster accepted outside the collection) is not compared
+    assert verdict(hub={"cluster_id": None}, member={"cluster_id": "uid-of-member1"})["verdict"] == "healthy"
+
+
+def test_a_pull_member_without_any_agent_kubeconfig_has_no_running_agent():
+    """The hub has member2 in Pull mode, but the member holds no kubeconfig for its agent: no agent can reach the hub,
+    even while a pod that read it before still runs."""
+    gone = [dict(MEMBER["kubeconfigs"][0], present=False, server=None, ca_matches=None)]
+    result = verdict(member={"kubeconfigs": gone, "certificate": None})
+    assert result["verdict"] == "agent_not_running"
+    assert result["evidence"] == [{"object": "Secret/karmada-system/karmada-kubeconfig", "field": "data",
+                                   "value": "absent: the agent has no kubeconfig to reach the hub with", "age": None}]
+    # OCM while it bootstraps: the bootstrap kubeconfig there, the hub kubeconfig not yet - not this verdict
+    ocm = [dict(MEMBER["kubeconfigs"][0], object="Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig"),
+           dict(gone[0], object="Secret/open-cluster-management-agent/hub-kubeconfig-secret")]
+    assert verdict(member={"kubeconfigs": ocm, "certificate": None})["verdict"] == "healthy"
+    # not registered on the hub either: nothing says an agent should run
+    absent = {"present": False, "ready": None, "ready_condition": None, "lease": None, "csrs": [], "cluster_id": None}
+    assert verdict(hub=absent, member={"kubeconfigs": gone, "certificate": None})["verdict"] == "not_registered"
 
 
 def test_a_push_member_is_judged_by_its_condition():
