@@ -209,7 +209,7 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
         for member in [m for m in ran if m["name"] == name] or [None]:
             row = _row(name, cluster, member, engine, action, check_mode, now)
             row.update(_agent(agents.get(name) if cluster else None, now, cert_warning_days))
-            if action == "upgrade" and member and row["result"] != "failed":
+            if action == "upgrade" and member and row["result"] not in ("failed", "would downgrade"):
                 row.update(_upgrade(member, cluster, agents.get(name), check_mode))
             rows.append(row)
     return rows

@@ -446,6 +446,9 @@ class TestDowngradeInTheSummary:
         assert row["result"] == "would downgrade"
         assert row["reason"].startswith("v1.19.0 -> v1.18.2, refused: refusing to downgrade"), row
         assert "   would downgrade: v1.19.0 -> v1.18.2, refused: " in fleet.fleet_table([row], "karmada")[1]
+        (row,) = fleet.fleet_report(members, [cluster("member2", mode="Pull")], "karmada", action="upgrade",
+                                    check_mode=True, now=NOW)
+        assert row["result"] == "would downgrade", row  # not "would upgrade" / "up to date"
 
     def test_an_allowed_downgrade_says_so(self):
         hostvars = {"member2": {"fleet_started": True, "fleet_done": True,
