@@ -94,10 +94,10 @@ def fleet_failure_record(result, task, diagnosis=None):
     attempts = result.get("attempts", 1)
     record = {"task": "%s%s" % (task, " (%s attempts)" % attempts if attempts > 1 else ""),
               "message": result.get("msg", "failed")}
-    if (diagnosis or {}).get("verdict"):
-        record.update((key, diagnosis.get(key)) for key in DIAGNOSIS)
-    if result.get("downgrade"):  # the downgrade rule refused it (cluster_register): from which release to which
+    if result.get("downgrade"):  # the downgrade rule refused it (cluster_register): the member is not the problem
         record["downgrade"] = dict(result["downgrade"])
+    elif (diagnosis or {}).get("verdict"):
+        record.update((key, diagnosis.get(key)) for key in DIAGNOSIS)
     return record
 
 

@@ -437,8 +437,8 @@ class TestDowngradeInTheSummary:
                "downgrade": {"from": "v1.19.0", "to": "v1.18.2"}}
 
     def test_a_refused_downgrade_fails_and_check_mode_says_would_downgrade(self):
-        record = fleet.fleet_failure_record(self.refused, "Register")
-        assert record["downgrade"] == {"from": "v1.19.0", "to": "v1.18.2"}
+        record = fleet.fleet_failure_record(self.refused, "Register", {"verdict": "healthy", "next_step": "x"})
+        assert record["downgrade"] == {"from": "v1.19.0", "to": "v1.18.2"} and "verdict" not in record
         members = fleet.fleet_members(["member2"], {"member2": {"fleet_started": True, "fleet_failure": record}})
         (row,) = fleet.fleet_report(members, [cluster("member2")], "karmada", now=NOW)
         assert row["result"] == "failed" and row["reason"].startswith("refusing to downgrade the agent from v1.19.0")
