@@ -20,7 +20,9 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.multicluster.fleet.plugins.module_utils import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 REASON_WIDTH = 60
 COLUMNS = {
@@ -93,7 +95,9 @@ def fleet_failure_record(result, task, diagnosis=None):
     attempts = result.get("attempts", 1)
     record = {"task": "%s%s" % (task, " (%s attempts)" % attempts if attempts > 1 else ""),
               "message": result.get("msg", "failed")}
-    if (diagnosis or {}).get("verdict"):
+    if result.get("downgrade"):  # the downgrade rule refused it (cluster_register): the member is not the problem
+        record["downgrade"] = dict(result["downgrade"])
+    elif (diagnosis or {}).get("verdict"):
         record.update((key, diagnosis.get(key)) for key in DIAGNOSIS)
     return record
 
@@ -114,6 +118,8 @@ def fleet_members(hosts, hostvars, hubs=None):
     access: ``agent`` of its cluster). An upgrade (upgrade.yml) adds ``agent_before``, the agent before it
     (``fleet_agent_before``, read the same way), ``writes``, what the member's upgrade wrote or, in check mode, would write
     (``fleet_upgrade_writes``), and ``not_attempted``, why a member was left out of the rollout (``fleet_not_attempted``).
+    The downgrade rule adds ``downgrade_refused`` (its failure record's ``downgrade``) or, when allowed, ``downgraded``
+    (the registration's ``downgrade``): ``from`` and ``to``, the releases.
     """
     members = []
     hub_members = [host for host in hubs or [] if hostvars[host].get("fleet_member_name")]
@@ -128,6 +134,11 @@ def fleet_members(hosts, hostvars, hubs=None):
                   "ran": ran, "failure": failure, "failed_task": task}
         if record.get("verdict"):
             member["diagnosis"] = dict((key, record.get(key)) for key in DIAGNOSIS)
+        if record.get("downgrade"):
+            member["downgrade_refused"] = record["downgrade"]
+        downgraded = (facts.get("agent_install_registration") or {}).get("downgrade")
+        if downgraded and not failure:
+            member["downgraded"] = downgraded
         for key, fact in (("agent", "fleet_agent"), ("agent_before", "fleet_agent_before")):
             agent = (((facts.get(fact) or {}).get("clusters") or [{}])[0]).get("agent")
             if agent:
@@ -183,7 +194,9 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
     or ``detached``, and after an upgrade the result of :func:`_upgrade` with its ``detail``. Clusters on the hub that
     were not in this run are listed as they are, result ``-``.
     A member whose agent was read has its ``agent`` version and ``certificate_expiration``, and ``warning`` when that
-    certificate expires within ``cert_warning_days`` days (or has expired).
+    certificate expires within ``cert_warning_days`` days (or has expired). In check mode a member that a real run would
+    refuse to downgrade is ``would downgrade`` (with the refusal as ``reason``; it fails like a failed member); a member
+    whose downgrade was allowed says so in its ``detail``.
     """
     _action(action, "fleet_report")
     now = now or datetime.datetime.now(datetime.timezone.utc)
@@ -197,7 +210,7 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
         for member in [m for m in ran if m["name"] == name] or [None]:
             row = _row(name, cluster, member, engine, action, check_mode, now)
             row.update(_agent(agents.get(name) if cluster else None, now, cert_warning_days))
-            if action == "upgrade" and member and row["result"] != "failed":
+            if action == "upgrade" and member and row["result"] not in ("failed", "would downgrade"):
                 row.update(_upgrade(member, cluster, agents.get(name), check_mode))
             rows.append(row)
     return rows
@@ -281,6 +294,48 @@ def fleet_upgrade_stop(hosts, hostvars, batch, max_fail_percentage=0):
     return ""
 
 
+# The image settings of the playbooks and roles, in the order they are checked: the inventory's releases first (what
+# people set), then the roles' own variables (the releases, registries, image names and tags they write).
+IMAGE_SETTINGS = ("karmada_version", "ocm_version", "hub_init_ocm_version", "hub_init_ocm_registry", "hub_init_ocm_tag",
+                  "agent_install_karmada_version", "agent_install_karmada_image", "agent_install_ocm_version",
+                  "agent_install_ocm_registry", "agent_install_ocm_tag")
+
+
+def fleet_image_settings_problem(variables, names=None):
+    """The first problem with the image settings among ``variables`` (a host's variables, or a role's settings as a
+    dict): each of ``names`` (default :data:`IMAGE_SETTINGS`) that is set must be a release (``*_version``), a registry
+    (``*_registry``), an image name without tag (``*_image``) or a tag (``*_tag``); '' when there is none."""
+    if not hasattr(variables, "get"):
+        raise AnsibleFilterError("fleet_image_settings_problem expects a mapping of variables, got %s"
+                                 % type(variables).__name__)
+    settings = {}
+    for name in names or IMAGE_SETTINGS:
+        if name in variables:
+            settings[name] = variables[name]
+    try:
+        return versions.settings_problem(settings)
+    except FleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+
+
+def fleet_upgrade_batches_problem(batches):
+    """Why ``batches`` (fleet_upgrade_batches; None when unset) is not a list of batch sizes, '' when it is one."""
+    return versions.upgrade_batches_problem(batches)
+
+
+def fleet_upgrade_serial(batches):
+    """upgrade.yml's ``serial`` for ``batches`` (fleet_upgrade_batches; None when unset): the default, one member at a
+    time when they are invalid (the play's first task fails every member, naming the problem), else them."""
+    return versions.upgrade_serial(batches)
+
+
+def fleet_downgrade(running, wanted):
+    """``{"from": <release running>, "to": <release wanted>}`` when ``wanted`` (a release, tag or image) is an older
+    release than ``running`` (an image or release), ``{}`` when it is not or either names no release."""
+    found = versions.downgrade(running, wanted)
+    return {"from": found[0], "to": found[1]} if found else {}
+
+
 WRITES = (": created", ": updated", ": deleted")
 
 
@@ -331,6 +386,12 @@ def _row(name, cluster, member, engine, action, check_mode, now):
                    failed_task=member.get("failed_task") or "" if reason else "")
         if reason and member.get("diagnosis"):
             row.update(member["diagnosis"])
+        refused, downgraded = member.get("downgrade_refused"), member.get("downgraded")
+        if reason and refused and check_mode:  # what a real run refuses, previewed
+            row.update(result="would downgrade", reason="%s -> %s, refused: %s" % (refused["from"], refused["to"], reason))
+        if not reason and downgraded:
+            row["detail"] = "%s the agent from %s to %s (fleet_allow_downgrade)" % (
+                "would downgrade" if check_mode else "downgraded", downgraded["from"], downgraded["to"])
         if member.get("hub_change") and not reason:
             row["hub_change"] = "%s its hub kubeconfigs for the hub's new %s" % (
                 "would rewrite" if check_mode else "rewrote", " and ".join(member["hub_change"]))
@@ -421,4 +482,8 @@ class FilterModule(object):
             "fleet_evidence": fleet_evidence,
             "fleet_upgrade_stop": fleet_upgrade_stop,
             "fleet_upgrade_writes": fleet_upgrade_writes,
+            "fleet_image_settings_problem": fleet_image_settings_problem,
+            "fleet_upgrade_batches_problem": fleet_upgrade_batches_problem,
+            "fleet_upgrade_serial": fleet_upgrade_serial,
+            "fleet_downgrade": fleet_downgrade,
         }

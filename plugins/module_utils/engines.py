@@ -175,6 +175,11 @@ class Engine:
         """The engine release the hub shows (with admin credentials), None where it shows none."""
         return None
 
+    def running_agent_image(self, reg, member, runtime):
+        """The agent image the member runs now (read on ``runtime``: the member, or a Hosted klusterlet's hosting
+        cluster), None when it runs none yet."""
+        return None
+
     def read_agent(self, member):
         """The agent of the member cluster reached at ``member``, as :func:`versions.agent_report` reports it."""
         raise NotImplementedError
@@ -254,6 +259,10 @@ class KarmadaEngine(Engine):
 
     def read_agent(self, member):
         return versions.karmada_agent(member)
+
+    def running_agent_image(self, reg, member, runtime):
+        return versions.deployment_image(resources.get(member, resources.DEPLOYMENT, karmada.AGENT_NAME,
+                                                       karmada.AGENT_NAMESPACE))
 
     def check_registration_options(self, params):
         if params.get("klusterlet_mode") or (params.get("registration_driver") or "csr") != "csr":
@@ -386,6 +395,13 @@ class OcmEngine(Engine):
 
     def read_agent(self, member):
         return versions.ocm_agent(member)
+
+    def running_agent_image(self, reg, member, runtime):
+        try:
+            klusterlet = resources.get(runtime, ocm.KLUSTERLET, reg.placement.klusterlet)
+        except client.NotFound:  # no Klusterlet API yet: nothing runs
+            return None
+        return ((klusterlet or {}).get("spec") or {}).get("registrationImagePullSpec")
 
     def check_registration_options(self, params):
         if params.get("deploy_agent") or params.get("provider") or params.get("region") or params.get("zones"):

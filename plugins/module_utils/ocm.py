@@ -179,6 +179,10 @@ def external_managed_kubeconfig_secret(kubeconfig_text, namespace):
             "data": {KUBECONFIG_KEY: pki.b64(kubeconfig_text)}}
 
 
+# The Klusterlet's image pull specs (klusterlet_spec): each an image reference the operator runs.
+KLUSTERLET_IMAGE_FIELDS = ("registrationImagePullSpec", "workImagePullSpec", "imagePullSpec")
+
+
 def validate_klusterlet_spec(fields):
     """FleetError unless ``fields`` (option klusterlet_spec) leaves the registration fields to the registration."""
     if not isinstance(fields, dict):

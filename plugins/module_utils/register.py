@@ -26,14 +26,23 @@ def run(member, hub, reg, check_mode=False, hosting=None):
     """Run the flow of the registration's engine and state; return the module result.
 
     ``hosting`` (a Cluster) is for Hosted klusterlets only. The agent's version is checked against the hub's first
-    (:func:`versions.check_agent`): a newer agent is refused before anything is written, one far behind warned about.
+    (:func:`versions.check_agent`): a newer agent is refused before anything is written, one far behind warned about;
+    then against the agent the member runs (:func:`versions.check_downgrade`): an older release is refused before
+    anything is written unless ``reg.allow_downgrade``, and the result's ``downgrade`` says from which to which.
     """
     hosted = bool(reg.placement and reg.placement.hosted)
     if hosted != bool(hosting):
         raise FleetError("klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode if hosted else
                          "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
     skew = versions.check_agent(reg.engine, reg, hub, check_mode) if reg.state == "present" else None
+    downgrade = versions.check_downgrade(reg.engine, reg, member, hosting or member) if reg.state == "present" else None
     result = FLOWS[reg.engine.name](member, hub, reg, check_mode, hosting).run()
-    if skew:
-        result["warnings"] = list(result.get("warnings") or []) + [skew]
+    warnings = [skew] if skew else []
+    if downgrade:
+        result["downgrade"] = downgrade
+        warnings.append("%s the agent of cluster %s from %s to %s, an older release (allow_downgrade)"
+                        % ("would downgrade" if check_mode else "downgraded", reg.cluster_name, downgrade["from"],
+                           downgrade["to"]))
+    if warnings:
+        result["warnings"] = list(result.get("warnings") or []) + warnings
     return result

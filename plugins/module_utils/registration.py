@@ -29,7 +29,8 @@ import datetime
 import re
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, fleet, karmada, kubeconfig, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import (
+    bootstrap, client, engines, fleet, karmada, kubeconfig, ocm, pki, resources, versions)
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Report
 
@@ -68,6 +69,14 @@ class Registration:
         self.klusterlet_spec = params.get("klusterlet_spec")
         self.agent_image, self.agent_replicas = params["agent_image"], params["agent_replicas"]
         self.hub_version = params.get("hub_version")
+        self.allow_downgrade = bool(params.get("allow_downgrade"))
+        # What is written into image references, and the hub's release: refused before anything is written.
+        problems = [versions.release_problem("hub_version", self.hub_version) if self.hub_version else "",
+                    versions.image_problem("agent_image", self.agent_image) if self.deploy_agent else ""]
+        problems += [versions.image_problem("klusterlet_spec.%s" % field, self.klusterlet_spec[field])
+                     for field in ocm.KLUSTERLET_IMAGE_FIELDS if field in (self.klusterlet_spec or {})]
+        if any(problems):
+            raise FleetError(next(problem for problem in problems if problem))
         self.cert_rotation = cert_rotation(params) if params.get("enable_cert_rotation") else None
         self.client_cert_expiration_seconds = params.get("client_cert_expiration_seconds")
         if self.client_cert_expiration_seconds is not None and self.client_cert_expiration_seconds < 3600:

@@ -217,7 +217,10 @@ options:
     description:
       - Only for O(engine=karmada), with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the
         hub's Karmada version. The default is the agent of the latest Karmada v1.18 patch release.
-      - Its tag is the agent's version for the version skew rule (see O(hub_version)).
+      - Its tag is the agent's version for the version skew rule (see O(hub_version)) and the downgrade rule (see
+        O(allow_downgrade)). An image reference (C(<registry>/<path>:<tag>), optionally C(@<digest>)); anything else is
+        refused before anything is written. A tag that names no release (V(latest)) leaves both rules unapplied, with a
+        warning.
     type: str
     default: docker.io/karmada/karmada-agent:v1.18.2
   hub_version:
@@ -227,10 +230,20 @@ options:
         C(registrationImagePullSpec)), which then win; Karmada's API server does not show Karmada's release.
         In check mode a declared release newer than the one the hub shows counts - the preview of an upgrade whose
         hub part (C(playbooks/upgrade.yml) upgrades the hub first) is only planned.
+      - A release, V(vX.Y.Z) or V(X.Y.Z) with an optional pre-release (V(v1.19.0-rc.0)); anything else is refused.
       - "The rule: the agent's version (the tag of O(agent_image) with O(deploy_agent), or of C(registrationImagePullSpec)
         in O(klusterlet_spec)) must not be a newer minor release than the hub's - refused before anything is written -,
         and a warning says when it is more than one minor release behind. Without a hub version nothing is compared."
     type: str
+  allow_downgrade:
+    description:
+      - Install the agent image even when it is an older release than the one the member runs (the karmada-agent
+        Deployment's image with O(deploy_agent), the Klusterlet's C(registrationImagePullSpec)). Without it such a run
+        fails before anything is written, naming both releases - a run after a one-off upgrade with settings that still
+        name the old release would otherwise take the agent back; OCM does not support downgrades.
+      - Tags that name no release (V(latest), a digest) are not compared.
+    type: bool
+    default: false
   enable_cert_rotation:
     description:
       - Only for O(engine=karmada), with O(deploy_agent). Let the karmada-agent renew its own certificate before it
@@ -686,6 +699,14 @@ removed_from_hub:
       at registration, and RV(reason) says why.
   returned: when O(state=present) and O(engine=ocm)
   type: bool
+downgrade:
+  description:
+    - When the agent image this run installs is an older release than the one the member runs and O(allow_downgrade)
+      let it (in check mode, would let it), C(from) and C(to), the two releases. Without O(allow_downgrade) such a run
+      fails before anything is written, and its failed result carries the same C(downgrade).
+  returned: when O(state=present) and the run downgrades the agent
+  type: dict
+  sample: {"from": "v1.4.0", "to": "v1.3.1"}
 api_endpoint:
   description: The member API server URL the hub and agents use.
   returned: when O(state=present)
@@ -738,6 +759,7 @@ def module_spec():
         deploy_agent=dict(type="bool", default=False),
         agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
         hub_version=dict(type="str"),
+        allow_downgrade=dict(type="bool", default=False),
         enable_cert_rotation=dict(type="bool", default=False),
         cert_rotation_checking_interval=dict(type="str", default=karmada.CERT_ROTATION_CHECKING_INTERVAL),
         cert_rotation_remaining_time_threshold=dict(type="float", default=karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD),

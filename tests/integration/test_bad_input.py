@@ -202,6 +202,18 @@ ROWS = [
     ("k8s_objects", "the same object twice", lambda c: dict(objects=[cm("bad-input"), cm("bad-input")]),
      ["objects 1 and 2 are the same object, ConfigMap/default/bad-input (v1)"]),
     ("cluster_register", "negative discovery_timeout", lambda c: dict(discovery_timeout=-5), ["discovery_timeout must be at least 0"]),
+    # what is written into image references (issue 46): refused before anything is written, naming the option
+    ("cluster_register", "hub_version that names no release", lambda c: dict(hub_version="../../evil"),
+     ["hub_version must name a release, vX.Y.Z or X.Y.Z", "not '../../evil'"]),
+    ("cluster_register", "agent_image with a path for a tag", lambda c: dict(
+        deploy_agent=True, agent_image="docker.io/karmada/karmada-agent:v../../evil"),
+     ["agent_image must be an image reference", "not 'docker.io/karmada/karmada-agent:v../../evil'"]),
+    ("cluster_register", "agent_image with a command in its tag", lambda c: dict(
+        deploy_agent=True, agent_image="docker.io/karmada/karmada-agent:v1.19.0;id"),
+     ["agent_image must be an image reference", "v1.19.0;id"]),
+    ("cluster_register", "klusterlet image from a registry that is no image prefix", lambda c: dict(
+        engine="ocm", ca_cert_hashes=[], klusterlet_spec={"registrationImagePullSpec": "evil.example.com/ocm;x/registration:v1.3.1"}),
+     ["klusterlet_spec.registrationImagePullSpec must be an image reference", "evil.example.com/ocm;x"]),
     # cluster sets (OCM only)
     ("cluster_set", "uppercase set name", lambda c: dict(name="Bad-Input"), ["invalid cluster set name 'Bad-Input'"]),
     ("cluster_set", "64-character set name", lambda c: dict(name="s" * 64), ["of 1 to 63 characters"]),
@@ -367,3 +379,43 @@ def test_site_names_a_join_token_ttl_too_long(lab, context, tmp_path, hub_left_c
     assert returncode != 0 and recap["hub-cluster"]["failed"] == 1, output[-4000:]
     assert "ttl '99999999999h' is longer than 100 years" in output, output[-6000:]
     assert "unexpected error" not in output and "Traceback" not in output, output[-6000:]
+
+
+# --- releases, registries and batches through site.yml and upgrade.yml (issue 46) ----------------------------------
+
+# (engine, playbook, check mode, extra variables, what the run must say). Each is refused by the hub play's first task,
+# naming the variable, in check mode as in a real run, and nothing is written on any cluster (ansible-playbook then ends:
+# every host of the hub play failed). The filters' unit tests hold the other values.
+BAD_RUNS = [
+    ("karmada", "upgrade.yml", False, {"karmada_version": "../../evil"}, "karmada_version must name a release"),
+    ("karmada", "upgrade.yml", True, {"karmada_version": "v1.19.0;id"}, "karmada_version must name a release"),
+    ("ocm", "site.yml", True, {"ocm_version": "1.19"}, "ocm_version must name a release"),
+    ("ocm", "site.yml", False, {"hub_init_ocm_registry": "evil.example.com/ocm;x"},
+     "hub_init_ocm_registry must be an image registry and path without tag"),
+    ("karmada", "upgrade.yml", False, {"fleet_upgrade_batches": "abc"}, "'abc' is neither a number nor a percentage"),
+    ("ocm", "upgrade.yml", True, {"fleet_upgrade_batches": [1, 0]}, "0 is not a batch size"),
+]
+
+
+@pytest.mark.parametrize("engine, playbook, check, extra, message", BAD_RUNS,
+                         ids=["%s %s%s %s" % (r[0], r[1], " --check" if r[2] else "", r[3]) for r in BAD_RUNS])
+def test_a_bad_release_registry_or_batch_is_refused_before_anything_is_written(
+        lab, context, tmp_path, engine, playbook, check, extra, message):
+    with open(lab.inventory) as handle:
+        inventory = yaml.safe_load(handle)
+    inventory["all"]["vars"]["fleet_engine"] = engine
+    before = resource_versions(lab)
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    # short waits: on code without these checks a run goes on and waits for agents the lab does not run here
+    done = run_playbook([{"import_playbook": os.path.join(ROOT, "playbooks", playbook)}], inventory=str(path),
+                        extra_vars=dict(extra, fleet_wait_timeout=5, fleet_wait_step=5), check=check)
+    output = " ".join((done.stdout + done.stderr).split())
+    recap = recap_of(done.stdout)
+    assert done.returncode == 2, output[-4000:]
+    assert "unexpected error" not in output and "Traceback" not in output and "Unexpected Exception" not in output, output[-4000:]
+    assert recap["hub-cluster"]["failed"] == 1 and recap["hub-cluster"]["ok"] == 0, recap  # its first task
+    assert message in output, output[-6000:]
+    after = resource_versions(lab)
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    assert changed == [], changed

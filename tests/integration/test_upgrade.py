@@ -16,6 +16,7 @@ from runner import ROOT, finish_playbook, recap_of, run_playbook, start_playbook
 
 KARMADA_AGENT = "/apis/apps/v1/namespaces/karmada-system/deployments/karmada-agent"
 KLUSTERLET = "/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet"
+KLUSTERLET_OPERATOR = "/apis/apps/v1/namespaces/open-cluster-management/deployments/klusterlet"
 REGISTRATION_AGENT = "/apis/apps/v1/namespaces/open-cluster-management-agent/deployments/klusterlet-registration-agent"
 CLUSTER_MANAGER = "/apis/operator.open-cluster-management.io/v1/clustermanagers/cluster-manager"
 HUB_REGISTRATION = "/apis/apps/v1/namespaces/open-cluster-management-hub/deployments/cluster-manager-registration-controller"
@@ -107,6 +108,25 @@ class TestKarmada:
         assert unchanged(recap), recap
         assert results(again.stdout)["member2"] == "up to date: v1.19.0"
 
+    def test_site_naming_the_old_release_does_not_downgrade(self, lab, simulations, tmp_path_factory):
+        """Issue 46: after the upgrade, the daily site.yml whose inventory still names v1.18.2 refuses to take member2's
+        agent back (check mode: would downgrade) and writes nothing on it; fleet_allow_downgrade lets it."""
+        before = lab.api("member2").get(KARMADA_AGENT)["metadata"]["generation"]
+        path = inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada", karmada_version="v1.18.2")
+        done, recap = play("site.yml", path, check=True, expect_rc=2)
+        rows = results(done.stdout)
+        assert rows["member2"].startswith("would downgrade: v1.19.0 -> v1.18.2, refused: refusing to downgrade"), rows
+        assert rows["member1"] == "registered", rows  # a Push member runs no agent
+        done, recap = play("site.yml", path, expect_rc=2)
+        rows = results(done.stdout)
+        assert rows["member2"].startswith("failed: refusing to downgrade the agent from v1.19.0 to v1.18.2"), rows
+        assert "set the release of the member (karmada_version / ocm_version) to v1.19.0 or newer" in done.stdout
+        assert "fleet_allow_downgrade=true" in done.stdout
+        assert lab.api("member2").get(KARMADA_AGENT)["metadata"]["generation"] == before
+        done, recap = play("site.yml", path, check=True, fleet_allow_downgrade=True)
+        assert results(done.stdout)["member2"].startswith("registered: would downgrade the agent from v1.19.0 to v1.18.2")
+        assert lab.api("member2").get(KARMADA_AGENT)["metadata"]["generation"] == before
+
     def test_an_agent_that_never_comes_back_stops_the_rollout(self, lab, simulations, tmp_path_factory):
         """Batches of one: member2 first, its new agent image cannot be pulled; member1's batch is not attempted."""
         broken = {"member2": {"agent_install_karmada_image": UNPULLABLE + "/karmada/karmada-agent"}}
@@ -185,6 +205,41 @@ class TestOcm:
         again, recap = play("upgrade.yml", path)
         assert unchanged(recap), recap
         assert set(results(again.stdout).values()) == {"up to date: v1.4.0"}
+
+    def test_site_naming_the_old_release_does_not_downgrade(self, lab, simulations, tmp_path_factory):
+        """Issue 46: after the upgrade to 1.4.0, site.yml naming 1.3.1 refuses to take the hub back (OCM does not support
+        it), in check mode too, before anything is written; members held back at 1.3.1 by their own ocm_version refuse
+        to downgrade their klusterlets, before the klusterlet operator is touched; fleet_allow_downgrade lets it."""
+        def versions_now():  # the generation of each object: what changes with its spec (status writes aside)
+            return dict([("ClusterManager", lab.api("hub").get(CLUSTER_MANAGER)["metadata"]["generation"])]
+                        + [(m, lab.api(m).get(KLUSTERLET)["metadata"]["generation"]) for m in ("member1", "member2")]
+                        + [(m + " operator", lab.api(m).get(KLUSTERLET_OPERATOR)["metadata"]["generation"])
+                           for m in ("member1", "member2")])
+        before = versions_now()
+        old = inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm", **SELF, ocm_version="1.3.1")
+        for check in (True, False):
+            done, recap = play("site.yml", old, check=check, expect_rc=2)
+            assert recap["hub-cluster"]["failed"] == 1, recap
+            assert ("%s the OCM hub (ClusterManager cluster-manager) from v1.4.0 to v1.3.1"
+                    % ("would downgrade" if check else "refusing to downgrade")) in done.stdout
+            assert versions_now() == before
+        held_back = inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm", **SELF, ocm_version="1.4.0",
+                              member_vars={"member1": {"ocm_version": "1.3.1"}, "member2": {"ocm_version": "1.3.1"}})
+        done, recap = play("site.yml", held_back, check=True, expect_rc=2)
+        rows = results(done.stdout)
+        for member in ("member1", "member2"):
+            assert rows[member].startswith("would downgrade: v1.4.0 -> v1.3.1, refused: refusing to downgrade"), rows
+        assert rows["local-cluster"] == "registered", rows
+        done, recap = play("site.yml", held_back, expect_rc=2)
+        rows = results(done.stdout)
+        for member in ("member1", "member2"):
+            assert rows[member].startswith("failed: refusing to downgrade the agent from v1.4.0 to v1.3.1"), rows
+        assert versions_now() == before
+        done, recap = play("site.yml", old, check=True, fleet_allow_downgrade=True)
+        rows = results(done.stdout)
+        for member in ("member1", "member2"):
+            assert rows[member].startswith("registered: would downgrade the agent from v1.4.0 to v1.3.1"), rows
+        assert versions_now() == before
 
     def test_an_agent_that_never_comes_back_stops_the_rollout(self, lab, simulations, tmp_path_factory):
         broken = {"member1": {"agent_install_ocm_registry": UNPULLABLE + "/open-cluster-management"}}

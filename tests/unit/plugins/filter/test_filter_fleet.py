@@ -439,3 +439,56 @@ class TestUpgrade:
         hostvars["m2"]["fleet_upgrade_writes"] = ["CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: updated"]
         rows = self.rows(hostvars, [cluster("m1", mode="Pull", ready=False), cluster("m2", mode="Pull")])
         assert rows["m2"]["result"] == "upgraded" and rows["m1"]["result"] == "failed"
+
+
+class TestImageSettingsAndBatches:
+    """Issue 46: what is written into image references, and upgrade.yml's batches."""
+
+    def test_image_settings_of_a_host(self):
+        assert fleet.fleet_image_settings_problem({"ocm_version": "1.3.2", "karmada_version": "v1.18.2", "region": "x"}) == ""
+        assert fleet.fleet_image_settings_problem({"karmada_version": "../../evil"}).startswith(
+            "karmada_version must name a release")
+        assert fleet.fleet_image_settings_problem({"hub_init_ocm_registry": "evil.example.com/ocm;x"}).startswith(
+            "hub_init_ocm_registry must be an image registry")
+        assert fleet.fleet_image_settings_problem({"agent_install_karmada_image": "x:v1"}, ["ocm_version"]) == ""
+        with pytest.raises(AnsibleFilterError, match="expects a mapping"):
+            fleet.fleet_image_settings_problem("v1.18.2")
+
+    def test_batches(self):
+        assert fleet.fleet_upgrade_batches_problem(None) == "" and fleet.fleet_upgrade_serial(None) == [1, 5, "25%"]
+        assert fleet.fleet_upgrade_batches_problem("abc").startswith("fleet_upgrade_batches must be")
+        assert fleet.fleet_upgrade_serial([1, 0]) == [1]
+
+    def test_downgrade(self):
+        assert fleet.fleet_downgrade("quay.io/open-cluster-management/registration:v1.3.2", "v1.3.1") == {
+            "from": "v1.3.2", "to": "v1.3.1"}
+        assert fleet.fleet_downgrade("", "v1.3.1") == {} and fleet.fleet_downgrade("x:v1.3.1", "v1.3.2") == {}
+
+
+class TestDowngradeInTheSummary:
+    refused = {"failed": True, "msg": "refusing to downgrade the agent from v1.19.0 to v1.18.2 (cluster member2 ...)",
+               "downgrade": {"from": "v1.19.0", "to": "v1.18.2"}}
+
+    def test_a_refused_downgrade_fails_and_check_mode_says_would_downgrade(self):
+        record = fleet.fleet_failure_record(self.refused, "Register", {"verdict": "healthy", "next_step": "x"})
+        assert record["downgrade"] == {"from": "v1.19.0", "to": "v1.18.2"} and "verdict" not in record
+        members = fleet.fleet_members(["member2"], {"member2": {"fleet_started": True, "fleet_failure": record}})
+        (row,) = fleet.fleet_report(members, [cluster("member2")], "karmada", now=NOW)
+        assert row["result"] == "failed" and row["reason"].startswith("refusing to downgrade the agent from v1.19.0")
+        (row,) = fleet.fleet_report(members, [cluster("member2")], "karmada", check_mode=True, now=NOW)
+        assert row["result"] == "would downgrade"
+        assert row["reason"].startswith("v1.19.0 -> v1.18.2, refused: refusing to downgrade"), row
+        assert "   would downgrade: v1.19.0 -> v1.18.2, refused: " in fleet.fleet_table([row], "karmada")[1]
+        (row,) = fleet.fleet_report(members, [cluster("member2", mode="Pull")], "karmada", action="upgrade",
+                                    check_mode=True, now=NOW)
+        assert row["result"] == "would downgrade", row  # not "would upgrade" / "up to date"
+
+    def test_an_allowed_downgrade_says_so(self):
+        hostvars = {"member2": {"fleet_started": True, "fleet_done": True,
+                                "agent_install_registration": {"downgrade": {"from": "v1.19.0", "to": "v1.18.2"}}}}
+        members = fleet.fleet_members(["member2"], hostvars)
+        (row,) = fleet.fleet_report(members, [cluster("member2")], "karmada", now=NOW)
+        assert row["result"] == "registered"
+        assert row["detail"] == "downgraded the agent from v1.19.0 to v1.18.2 (fleet_allow_downgrade)"
+        (row,) = fleet.fleet_report(members, [cluster("member2")], "karmada", check_mode=True, now=NOW)
+        assert row["detail"].startswith("would downgrade the agent from v1.19.0 to v1.18.2")
