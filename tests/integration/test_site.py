@@ -487,6 +487,25 @@ class TestOcm:
             for name in ("site-a", "site-b"):
                 run_module("cluster_set", dict(hub_auth, engine="ocm", name=name, state="absent", force=True))
 
+    def test_inventory_labels_that_name_a_cluster_set_are_refused(self, lab, simulations, tmp_path_factory):
+        """Issue 46, item 4: labels setting OCM's cluster set label besides cluster_set made cluster_label and cluster_set
+        move the member between two sets on every run. The member check refuses it, naming both variables; nothing is
+        written, and the other member registers."""
+        label = "cluster.open-cluster-management.io/clusterset"
+        path = "/apis/cluster.open-cluster-management.io/v1/managedclusters/member1"
+        hub = lab.api(lab.hub)
+        before = hub.get(path)["metadata"]
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm", member_vars={
+            "member1": {"labels": {label: "site-b"}, "cluster_set": "site-a"}})
+        done, recap = play("site.yml", inventory, limit="member1,member2")
+        assert done.returncode != 0 and recap["member1"]["failed"] == 1 and recap["member2"]["failed"] == 0, recap
+        assert task_result(done.stdout, "Check the member's settings", "member1") == "fatal"
+        assert ("labels sets %s=site-b, the label that puts a cluster in a cluster set, and cluster_set names site-a" % label
+                in " ".join(done.stdout.split())), done.stdout[-4000:]
+        assert summary(done.stdout)["member2"]["RESULT"] == "registered"
+        after = hub.get(path)["metadata"]
+        assert (after.get("labels"), after.get("annotations")) == (before.get("labels"), before.get("annotations"))
+
     def test_inventory_taints_are_applied(self, lab, simulations, tmp_path_factory):
         inventory_taints(lab, write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"), "ocm", "NoSelect")
 
