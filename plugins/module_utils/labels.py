@@ -32,8 +32,9 @@ HIDDEN_ANNOTATIONS = (MANAGED_LABELS, MANAGED_ANNOTATIONS, LAST_APPLIED)
 ANNOTATIONS_MAX_BYTES = 256 * 1024
 NAME_MAX = 63
 PREFIX_MAX = 253
-NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Anchored with \A and \Z: "$" would also match before a final newline, so "env\n" would pass.
+NAME_RE = re.compile(r"\A[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\Z")
+SUBDOMAIN_RE = re.compile(r"\A[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 NAME_RULE = "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
 
 
@@ -103,6 +104,51 @@ def validate(labels=None, annotations=None):
     if size > ANNOTATIONS_MAX_BYTES:
         raise FleetError("invalid annotations: %d bytes together, Kubernetes allows at most %d" % (size, ANNOTATIONS_MAX_BYTES))
     return labels, annotations
+
+
+def selector(where, match_labels=None, expressions=None):
+    """``(matchLabels, matchExpressions)`` of a Kubernetes label selector (a Placement's label or claim selector, a
+    cluster set's label selector), checked as ``metav1.LabelSelectorAsSelector`` parses them: keys are qualified names,
+    values label values (numbers and booleans as text). ``expressions`` are ``{key, operator, values}`` (values None
+    for Exists and DoesNotExist). FleetError naming every bad key and value, under ``where``; nothing is written then."""
+    problems, labels_out = [], None
+    for key, value in (match_labels or {}).items():
+        labels_out = labels_out or {}
+        at = "%s.match_labels" % where
+        problem = key_problem(key)
+        if problem is not None:
+            problems.append("%s key %r: %s" % (at, key, problem))
+            continue
+        try:
+            text = _text(value)
+        except FleetError as exc:  # None too: a selector has no "remove"
+            problems.append("%s[%r] = %r: %s" % (at, key, value, exc.msg))
+            continue
+        problem = _label_value_problem(text)
+        if problem:
+            problems.append("%s[%r] = %r: %s" % (at, key, text, problem))
+        labels_out[key] = text
+    expressions_out = []
+    for index, item in enumerate(expressions or []):
+        at = "%s.match_expressions[%d]" % (where, index)
+        problem = key_problem(item.get("key"))
+        if problem is not None:
+            problems.append("%s key %r: %s" % (at, item.get("key"), problem))
+        values = []
+        for position, value in enumerate(item.get("values") or []):
+            try:
+                text = _text(value)
+            except FleetError as exc:
+                problems.append("%s (key %s) values[%d] = %r: %s" % (at, item.get("key"), position, value, exc.msg))
+                continue
+            problem = _label_value_problem(text)
+            if problem:
+                problems.append("%s (key %s) values[%d] = %r: %s" % (at, item.get("key"), position, text, problem))
+            values.append(text)
+        expressions_out.append(dict(item, values=values or None))
+    if problems:
+        raise FleetError("invalid selector, Kubernetes cannot parse it: %s" % "; ".join(problems))
+    return labels_out, expressions_out
 
 
 # --- the plan for one member object -----------------------------------------------------------------

@@ -110,6 +110,9 @@ def test_null_removes_a_label_whoever_set_it_and_unregistered_clusters_can_be_sk
     (dict(labels={"Example.com/env": "prod"}), ["labels key 'Example.com/env': its prefix (before '/') must be a DNS-1123 subdomain"]),
     (dict(annotations={"owner/": "me"}), ["annotations key 'owner/': its name (after '/') must be"]),
     (dict(annotations={MANAGED: "env"}), ["annotations key '%s': this collection records the keys it manages there" % MANAGED]),
+    # "$" matches before a final newline: the module's own check must refuse these, not the API server (issue 46)
+    (dict(labels={"env\n": "prod"}), ["invalid labels: labels key 'env\\n': its name must be"]),
+    (dict(labels={"env": "prod\n"}), ["invalid labels: labels['env'] = 'prod\\n': a label value must be"]),
     (dict(labels={"env": {"nested": 1}}), ["labels['env'] = {'nested': 1}: must be a string, got dict"]),
     (dict(clusters=["lbo-1", "lbo-9", "lbo-8"], labels={"env": "prod"}),
      ["cannot label every cluster, nothing was written: cluster 'lbo-9' is not registered on the hub (no ManagedCluster "

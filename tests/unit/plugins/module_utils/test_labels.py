@@ -4,7 +4,7 @@ says about taints, cordon and cluster set."""
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, cluster_set, engines, labels, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
@@ -99,6 +99,56 @@ class TestPlan:
     def test_a_recorded_key_someone_removed_leaves_the_record(self):
         obj = member(labels_={"env": "prod"}, annotations={MANAGED: "env,gone"})
         assert labels.plan("karmada", obj, {"env": "prod"}) == {"annotations": {MANAGED: "env"}}
+
+
+class TestRulesEndAtTheEnd:
+    """Issue 46, item 8: "$" also matches before a final newline; the rules must not."""
+
+    @pytest.mark.parametrize("key", ["env\n", "example.com\n/env", "example.com/env\n"])
+    def test_keys(self, key):
+        assert labels.key_problem(key) is not None
+        with pytest.raises(FleetError, match="invalid labels: labels key"):
+            labels.validate({key: "x"})
+
+    def test_values(self):
+        with pytest.raises(FleetError, match=r"invalid labels: labels\['env'\] = 'prod\\n'"):
+            labels.validate({"env": "prod\n"})
+
+    @pytest.mark.parametrize("check", [
+        lambda name: engines.get("karmada").validate_cluster_name(name),
+        lambda name: engines.get("ocm").validate_cluster_name(name),
+        lambda name: cluster_set.validate_name(name),
+        lambda name: work._check_name(name),
+    ], ids=["karmada cluster", "ocm cluster", "cluster set", "work"])
+    def test_names(self, check):
+        check("member1")
+        with pytest.raises(FleetError, match=r"'member1\\n'"):
+            check("member1\n")
+
+
+class TestSelector:
+    """Issue 46, item 8: label selectors are checked by the rules Kubernetes parses them with."""
+
+    def test_good_selectors_with_values_as_text(self):
+        assert labels.selector("s", {"env": "prod", "gpu": True, "n": 3}, [
+            {"key": "example.com/tier", "operator": "In", "values": ["gold", "silver"]},
+            {"key": "canary", "operator": "Exists", "values": None}]) == (
+            {"env": "prod", "gpu": "true", "n": "3"},
+            [{"key": "example.com/tier", "operator": "In", "values": ["gold", "silver"]},
+             {"key": "canary", "operator": "Exists", "values": None}])
+        assert labels.selector("s") == (None, [])
+
+    def test_every_bad_key_and_value_is_named(self):
+        with pytest.raises(FleetError) as info:
+            labels.selector("predicates[0].label_selector", {"Bad Key!": "v", "env": "a,b", "ok": None},
+                            [{"key": "env\n", "operator": "Exists"}, {"key": "tier", "operator": "In", "values": ["a", "b c"]}])
+        assert info.value.msg == (
+            "invalid selector, Kubernetes cannot parse it: predicates[0].label_selector.match_labels key 'Bad Key!': its name "
+            "must be %s; predicates[0].label_selector.match_labels['env'] = 'a,b': a label value must be empty or %s; "
+            "predicates[0].label_selector.match_labels['ok'] = None: must be a string, got NoneType; "
+            "predicates[0].label_selector.match_expressions[0] key 'env\\n': its name must be %s; "
+            "predicates[0].label_selector.match_expressions[1] (key tier) values[1] = 'b c': a label value must be empty or %s"
+            % ((labels.NAME_RULE,) * 4))
 
 
 def fleet(fake_cluster, kind=CLUSTER, names=("m1", "m2")):
