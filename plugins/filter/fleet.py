@@ -63,16 +63,20 @@ def _action(action, filter_name):
 
 def _cluster_set_label_problem(engine, labels, cluster_set):
     """Inventory ``labels`` that set the engine's own cluster set label: cluster_label would put the member in one set,
-    cluster_set (or the hub, for a member without one) in another, on every run."""
+    cluster_set (or, for a label removed, the hub's default set) in another, on every run. The set is cluster_set's;
+    the label is let pass only with the value cluster_set names (an inventory the fleet inventory plugin built)."""
     label = engines.get(engine).cluster_set_label if engine in engines.NAMES else None
     if not label or not hasattr(labels, "keys") or label not in labels:
         return ""
-    given = "labels sets %s=%s, the label that puts a cluster in a cluster set" % (label, labels[label])
-    if cluster_set is not None and cluster_set != "":
+    value = labels[label]
+    given = "labels sets %s=%s, the label that puts a cluster in a cluster set" % (label, value)
+    if cluster_set is None or cluster_set == "":
+        return "%s: name the member's set with cluster_set instead (cluster_set: %s) and leave %s out of labels" % (
+            given, value, label)
+    if value != cluster_set:
         return ("%s, and cluster_set names %s: each run would move the member from one set to the other; name its set"
                 " with cluster_set alone and leave %s out of labels" % (given, cluster_set, label))
-    return "%s: name the member's set with cluster_set instead (cluster_set: %s) and leave %s out of labels" % (
-        given, labels[label], label)
+    return ""
 
 
 def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub, engine=None, labels=None, cluster_set=None):

@@ -95,6 +95,8 @@ class TestMemberProblem:
             "labels sets %s=site-a, the label that puts a cluster in a cluster set: name the member's set with cluster_set"
             " instead (cluster_set: site-a) and leave %s out of labels" % (label, label))
         assert "cluster_set names site-a" in self.problem(engine="ocm", labels={label: None}, cluster_set="site-a")
+        # the same set in both: what the fleet inventory plugin gives every OCM member (labels as the hub has them)
+        assert self.problem(engine="ocm", labels={label: "site-a", "env": "prod"}, cluster_set="site-a") == ""
         # other labels, another engine (Karmada has no cluster set label), and plays that do not label are fine
         assert self.problem(engine="ocm", labels={"env": "prod"}, cluster_set="site-a") == ""
         assert self.problem(engine="karmada", labels={label: "site-b"}) == ""
