@@ -20,7 +20,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -63,14 +63,33 @@ def _action(action, filter_name):
     return ACTIONS[action]
 
 
-def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub):
+def _cluster_set_label_problem(engine, labels, cluster_set):
+    """Inventory ``labels`` that set the engine's own cluster set label: cluster_label would put the member in one set,
+    cluster_set (or, for a label removed, the hub's default set) in another, on every run. The set is cluster_set's;
+    the label is let pass only with the value cluster_set names (an inventory the fleet inventory plugin built)."""
+    label = engines.get(engine).cluster_set_label if engine in engines.NAMES else None
+    if not label or not hasattr(labels, "keys") or label not in labels:
+        return ""
+    value = labels[label]
+    given = "labels sets %s=%s, the label that puts a cluster in a cluster set" % (label, value)
+    if cluster_set is None or cluster_set == "":
+        return "%s: name the member's set with cluster_set instead (cluster_set: %s) and leave %s out of labels" % (
+            given, value, label)
+    if value != cluster_set:
+        return ("%s, and cluster_set names %s: each run would move the member from one set to the other; name its set"
+                " with cluster_set alone and leave %s out of labels" % (given, cluster_set, label))
+    return ""
+
+
+def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub, engine=None, labels=None, cluster_set=None):
     """The first problem with the settings of member ``name`` that stops the member play from ``action`` (register or
     detach) it, ``''`` when there is none.
 
     ``mode`` is its registration mode, ``connection`` its authentication options (the ``connection`` filter),
     ``twins`` the other hosts of the inventory that give its cluster the same name, ``hub_host`` the hub host (``''``
     when the inventory has none) and ``hub`` the hub's variables - the hub host's, else the group variable
-    ``fleet_hub`` -, None when there is neither. A registration also needs the join token of a hub play that started.
+    ``fleet_hub`` -, None when there is neither. A registration also needs the join token of a hub play that started,
+    and its inventory ``labels`` must not set the ``engine``'s own cluster set label (that is ``cluster_set``'s).
     """
     done = _action(action, "fleet_member_problem")
     if mode not in ("push", "pull"):
@@ -85,6 +104,8 @@ def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub):
         return "no hub: the inventory has no hub host and no fleet_hub variable"
     if action != "detach" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
         return "the hub play failed on %s (see its error above), so there is no join token" % hub_host
+    if action == "register":
+        return _cluster_set_label_problem(engine, labels, cluster_set)
     return ""
 
 

@@ -46,12 +46,12 @@ CONFIGURED = "Configured"
 HEALTH = (AVAILABLE, DEGRADED, PROGRESSING)
 # How many pending clusters a wait message names before it summarizes the rest.
 PENDING_SHOWN = 10
-ROLLOUT_SIZE_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
-DURATION_RE = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)$")  # Go's time.ParseDuration, as minSuccessTime
-DEADLINE_RE = re.compile(r"^([0-9]+[hms]|None)$")
-VARIABLE_RE = re.compile(r"^[a-zA-Z_][_a-zA-Z0-9]*$")
-CONTAINER_ID_RE = re.compile(r"^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+$")
-NAMESPACE_RE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$")
+ROLLOUT_SIZE_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)\Z")
+DURATION_RE = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)\Z")  # Go's time.ParseDuration, as minSuccessTime
+DEADLINE_RE = re.compile(r"^([0-9]+[hms]|None)\Z")
+VARIABLE_RE = re.compile(r"^[a-zA-Z_][_a-zA-Z0-9]*\Z")
+CONTAINER_ID_RE = re.compile(r"^(deployments|daemonsets|statefulsets|replicasets|jobs|cronjobs|pods|\*):.+:.+\Z")
+NAMESPACE_RE = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?\Z")
 
 
 # --- configs ----------------------------------------------------------------------------------------
@@ -127,7 +127,7 @@ def rollout_size(value, where):
     """``maxConcurrency`` / ``maxFailures``: a number of clusters or a percentage up to 100%."""
     text = str(value).strip()
     if isinstance(value, bool) or not ROLLOUT_SIZE_RE.match(text):
-        if re.match(r"^[0-9]+(\.[0-9]+)?%$", text):
+        if re.match(r"^[0-9]+(\.[0-9]+)?%\Z", text):
             raise FleetError("%s %s is above 100%%: give a percentage of the placement's clusters up to 100%%" % (where, text))
         raise FleetError("%s %r must be a number of clusters (such as 2) or a percentage up to 100%% (such as 25%%)"
                          % (where, value))

@@ -44,8 +44,8 @@ except ImportError:  # pragma: no cover - pki.require_yaml() reports it where ne
     pass
 
 # Token format (k8s.io/cluster-bootstrap/token/api): "<id>.<secret>".
-TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
-TOKEN_ID_RE = re.compile(r"^[a-z0-9]{6}$")
+TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})\Z")
+TOKEN_ID_RE = re.compile(r"^[a-z0-9]{6}\Z")
 TOKEN_CHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
 TOKEN_FORMAT = "<6 characters [a-z0-9]>.<16 characters [a-z0-9]>"
 
@@ -57,13 +57,13 @@ USAGE_KEY_PREFIX = "usage-bootstrap-"
 KNOWN_USAGES = ("authentication", "signing")
 DEFAULT_USAGES = ("authentication", "signing")
 # Extra groups must match Kubernetes' BootstrapGroupPattern.
-GROUP_RE = re.compile(r"^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$")
+GROUP_RE = re.compile(r"^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\Z")
 KARMADA_DEFAULT_GROUP = "system:bootstrappers:karmada:default-cluster-token"
 OCM_DEFAULT_GROUP = "system:bootstrappers:managedcluster"
 DEFAULT_TTL_SECONDS = 24 * 3600  # karmadactl's and kubeadm's default
 
 # CA pins: "sha256:" + hex of SHA-256 over the certificate's DER SubjectPublicKeyInfo.
-PIN_RE = re.compile(r"^sha256:([0-9a-f]{64})$", re.IGNORECASE)
+PIN_RE = re.compile(r"^sha256:([0-9a-f]{64})\Z", re.IGNORECASE)
 PIN_FORMAT = "sha256:<64 hexadecimal digits>"
 PEM_CERT_RE = re.compile(r"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 

@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - pki.require_cryptography() reports it 
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.
 KARMADA_RBAC_GENERATOR = karmada.RBAC_GENERATOR
 # Bootstrap tokens authenticate as system:bootstrap:<token-id> in group system:bootstrappers.
-BOOTSTRAP_USER_RE = re.compile(r"^system:bootstrap:[a-z0-9]{6}$")
+BOOTSTRAP_USER_RE = re.compile(r"^system:bootstrap:[a-z0-9]{6}\Z")
 BOOTSTRAP_GROUP = "system:bootstrappers"
 PEM_BLOCK_RE = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----.*?-----END \1-----", re.DOTALL)
 ACCEPTED_KEYS = "RSA of at least 2048 bits, ECDSA on P-256 or P-384, or Ed25519"

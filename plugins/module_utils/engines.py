@@ -24,7 +24,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import bootstra
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # The agent part of an OCM agent's common name: one name, no colon.
-OCM_AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+OCM_AGENT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}\Z")
 # karmadactl register labels its agent CSRs so, and names them <cluster>-<5 random characters>.
 KARMADA_SYSTEM_LABEL = "karmada.io/system"
 
@@ -248,7 +248,7 @@ class KarmadaEngine(Engine):
             return True
         metadata = csr.get("metadata") or {}
         return ((metadata.get("labels") or {}).get(KARMADA_SYSTEM_LABEL) == "true"
-                and re.match(r"^%s-[a-z0-9]{5}$" % re.escape(cluster), metadata.get("name") or "") is not None)
+                and re.match(r"^%s-[a-z0-9]{5}\Z" % re.escape(cluster), metadata.get("name") or "") is not None)
 
     def cli_command(self, token, server, pins):
         command = "karmadactl register %s --token %s" % (server.replace("https://", ""), token)

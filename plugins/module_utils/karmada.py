@@ -293,7 +293,7 @@ CLUSTER_ROLE_RULES = [
     {"nonResourceURLs": ["*"], "verbs": ["get"]},
 ]
 CLUSTER_NAME_MAX_LENGTH = 48  # "karmada-es-" + name must stay a valid namespace name
-DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 # Namespaces that unjoin must never delete on a member.
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROXY_SCHEMES = ("http", "https", "socks5")

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import labels as fleet_labels, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
@@ -28,14 +28,15 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TAINT_EFFECTS = ("NoSelect", "PreferNoSelect", "NoSelectIfNew")
 ALL_CLUSTERS_PER_GROUP = "100%"  # the API's default of clustersPerDecisionGroup
-GROUP_SIZE_RE = re.compile(r"^((100|[1-9][0-9]?)%|[1-9][0-9]*)$")
-GROUP_NAME_RE = re.compile(r"^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$")
+GROUP_SIZE_RE = re.compile(r"\A((100|[1-9][0-9]?)%|[1-9][0-9]*)\Z")
+GROUP_NAME_RE = re.compile(r"\A[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]\Z")
 
 
 # --- building the Placement -------------------------------------------------------------------------
 
 def _expressions(items, where):
-    """``matchExpressions`` from the module's ``match_expressions``: In/NotIn need values, Exists/DoesNotExist none."""
+    """``matchExpressions`` from the module's ``match_expressions``: In/NotIn need values, Exists/DoesNotExist none; keys
+    and values by Kubernetes' label rules (:func:`labels.selector`), as the placement controller parses them."""
     result = []
     for index, item in enumerate(items or []):
         values = list(item.get("values") or [])
@@ -43,7 +44,7 @@ def _expressions(items, where):
             raise FleetError("%s.match_expressions[%d] (key %s): operator %s %s values" % (
                 where, index, item["key"], item["operator"], "needs" if item["operator"] in ("In", "NotIn") else "takes no"))
         result.append({"key": item["key"], "operator": item["operator"], "values": values or None})
-    return result
+    return fleet_labels.selector(where, None, result)[1]
 
 
 def cluster_selector(option, where):
@@ -58,8 +59,9 @@ def cluster_selector(option, where):
 
 
 def label_selector(option, where):
-    """``{matchLabels, matchExpressions}`` from ``{match_labels, match_expressions}``; None when it selects by nothing."""
-    match_labels = (option or {}).get("match_labels") or None
+    """``{matchLabels, matchExpressions}`` from ``{match_labels, match_expressions}``; None when it selects by nothing.
+    Keys and values are checked by Kubernetes' label rules (:func:`labels.selector`): FleetError naming the bad key."""
+    match_labels = fleet_labels.selector(where, (option or {}).get("match_labels"))[0] or None
     expressions = _expressions((option or {}).get("match_expressions"), where) or None
     return {"matchLabels": match_labels, "matchExpressions": expressions} if match_labels or expressions else None
 

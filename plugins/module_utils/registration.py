@@ -40,7 +40,7 @@ MIN_CERT_EXPIRATION_SECONDS = 600  # the API server's lower bound for expiration
 DISCOVERY_RETRY_INTERVAL = 2.0
 PROXY_URL_SCHEMES = ("http", "https")  # the forward proxies the shared client (urllib3) reaches the hub through
 IN_FLIGHT_PREFIX = "multicluster-fleet-registration-"
-GO_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
+GO_DURATION_RE = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+\Z")
 
 
 def utc_now():

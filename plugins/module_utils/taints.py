@@ -25,11 +25,11 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.client import C
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # Kubernetes' qualified names and label values (apimachinery validation.IsQualifiedName, IsValidLabelValue).
-NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
 NAME_MAX_LENGTH = 63
-PREFIX_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+PREFIX_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 PREFIX_MAX_LENGTH = 253
-VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 VALUE_MAX_LENGTH = 63
 
 

@@ -40,7 +40,7 @@ OCM_BOOTSTRAP_USER = ocm.BOOTSTRAP_SERVICE_ACCOUNT_USER
 MIN_SA_TOKEN_SECONDS = 600  # the API server refuses shorter TokenRequests
 TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 
-_DURATION_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?\Z")
 
 
 # --- durations ---------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ CONDITIONS = (APPLIED, AVAILABLE)
 # from the work, although the comparison with the stored work tolerates defaults the server adds.
 SPEC_HASH_ANNOTATION = "multicluster.fleet/spec-hash"
 SOURCE_SUFFIXES = (".yaml", ".yml", ".json")
-NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
 
 # OCM facts (work.open-cluster-management.io/v1).
 OCM_PROPAGATION_POLICIES = ("Foreground", "Orphan", "SelectivelyOrphan")

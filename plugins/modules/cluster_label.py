@@ -19,12 +19,20 @@ description:
     predicates (M(multicluster.fleet.placement)).
   - Push and pull members alike; the object must exist, so for a member that registers by pull (whose agent creates
     it) label it after the registration - C(site.yml) does so with the inventory's C(labels) and C(annotations).
-  - The module records which keys it set on the object itself, in the annotations C(multicluster.fleet/managed-labels)
-    and C(multicluster.fleet/managed-annotations). With O(purge), a key it set that the task no longer lists is removed;
-    labels and annotations set by others - people, the engines, other modules such as the cluster set membership
-    label C(cluster.open-cluster-management.io/clusterset) - are never removed that way. A key that already has the
-    wanted value was set by someone else and stays theirs; keys of the engines' own domains (C(karmada.io),
-    C(open-cluster-management.io) and their subdomains) are written when they differ but never recorded.
+  - Every task writes as an O(owner). The module records, per key, which owners set it on the object itself, in the
+    annotations C(multicluster.fleet/managed-labels) and C(multicluster.fleet/managed-annotations) (C(key=owner) items,
+    C(key=owner1+owner2) for a key several owners set to the same value). With O(purge), a task removes only what its own
+    owner set and no longer lists - its share of a key other owners share, and the key when no other owner is left -
+    so a labelling job and C(site.yml) (owner C(inventory)) each keep their own labels. Labels and annotations set by
+    others - people, the engines, other modules such as the cluster set membership label
+    C(cluster.open-cluster-management.io/clusterset) - are never removed that way.
+  - A key that already has the wanted value and no recorded owner was set by someone else and stays theirs. A key the
+    task sets to another value than another owner, or someone outside this collection, gave it is taken over by the
+    task's owner, with a warning naming the cluster, the key and whom it was taken from. Keys of the engines' own
+    domains (C(karmada.io), C(open-cluster-management.io) and their subdomains) are written when they differ but never
+    recorded.
+  - Objects labelled by earlier versions of the collection record keys without an owner. Such a key becomes the owner's
+    of the first task that lists it; until then no purge removes it, and a purging task warns about it.
   - Before writing anything the module checks every key and value by Kubernetes' rules and that every cluster is
     registered; errors name the key, the value and the clusters. The writes to many clusters run in parallel.
 author:
@@ -52,12 +60,21 @@ options:
     type: dict
   purge:
     description:
-      - Also remove the labels (annotations) this module set earlier on each cluster that O(labels) (O(annotations))
-        no longer lists. Labels and annotations others set stay.
-      - C(site.yml) purges, so that the inventory's C(labels) and C(annotations) are the whole of what the collection
-        manages on a member.
+      - Also remove the labels (annotations) this task's O(owner) set earlier on each cluster that O(labels)
+        (O(annotations)) no longer lists; a key another owner set too stays, as that owner's. Labels and annotations
+        others set stay.
+      - C(site.yml) purges as owner C(inventory), so that the inventory's C(labels) and C(annotations) are the whole of
+        what it manages on a member, whatever other tasks label.
     type: bool
     default: false
+  owner:
+    description:
+      - Who this task writes for, recorded with each key it sets; O(purge) removes only keys of this owner.
+      - Give each job that labels clusters its own owner (for example V(gpu-inventory) for a job that labels GPU
+        clusters), so that their purges leave each other's labels alone. C(site.yml) uses V(inventory).
+      - At most 63 letters, digits, C(-), C(_) or C(.), starting and ending with a letter or digit.
+    type: str
+    default: cluster_label
   unregistered:
     description:
       - What to do when a cluster of O(clusters) is not registered on the hub.
@@ -109,12 +126,21 @@ EXAMPLES = r"""
     annotations:
       fleet.example.com/owner: platform-team
 
-- name: Make an OCM cluster's labels exactly these, removing the ones this collection set before
+- name: Make the labels this owner (cluster_label, the default) set on an OCM cluster exactly these
   multicluster.fleet.cluster_label:
     engine: ocm
     clusters: [cluster1]
     labels:
       env: stage
+    purge: true
+
+- name: A nightly job's labels, kept apart from those of site.yml and other jobs
+  multicluster.fleet.cluster_label:
+    engine: karmada
+    clusters: "{{ gpu_clusters }}"
+    labels:
+      fleet.example.com/gpu: "true"
+    owner: gpu-inventory
     purge: true
 
 - name: Remove a label, whoever set it
@@ -144,15 +170,28 @@ clusters:
       type: dict
       sample: {fleet.example.com/owner: platform-team}
     managed_labels:
-      description: The label keys this collection set on the object, which O(purge) may remove.
+      description: The label keys this task's O(owner) set on the object (alone or with other owners), which O(purge) may remove.
       type: list
       elements: str
       sample: [env]
     managed_annotations:
-      description: The annotation keys this collection set on the object.
+      description: The annotation keys this task's O(owner) set on the object.
       type: list
       elements: str
       sample: [fleet.example.com/owner]
+    owners:
+      description:
+        - Every recorded key and its owners, of labels and of annotations; an empty list for a key an earlier version
+          of the collection recorded without an owner.
+      type: dict
+      sample: {labels: {env: [inventory], tier: [cluster_label, inventory]}, annotations: {}}
+    taken_over:
+      description:
+        - The keys this task set to another value than another owner (C(from), its owners), or someone outside this
+          collection (C(from) empty), had given them; each is also a warning.
+      type: list
+      elements: dict
+      sample: [{kind: label, key: env, from: [cluster_label]}]
   sample:
     member1:
       action: updated
@@ -160,6 +199,8 @@ clusters:
       annotations: {}
       managed_labels: [env]
       managed_annotations: []
+      owners: {labels: {env: [cluster_label]}, annotations: {}}
+      taken_over: []
 clusters_failed:
   description: The clusters whose write failed (the others are in RV(clusters)).
   returned: failure
@@ -167,14 +208,15 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines, fleet, labels
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
 def run(module):
     params = module.params
     return cluster_label.apply(module.cluster(), params["engine"], params["clusters"], params["labels"],
-                               params["annotations"], params["purge"], params["unregistered"], module.check_mode)
+                               params["annotations"], params["purge"], params["unregistered"], module.check_mode,
+                               params["owner"])
 
 
 def module_spec():
@@ -185,6 +227,7 @@ def module_spec():
         labels=dict(type="dict"),
         annotations=dict(type="dict"),
         purge=dict(type="bool", default=False),
+        owner=dict(type="str", default=labels.DEFAULT_OWNER),
         unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
     ))
 

@@ -57,6 +57,8 @@ options:
       - The label selector of a V(LabelSelector) set (C(spec.clusterSelector.labelSelector)); required to create one or to
         change a set to that type. An empty selector (V({})) selects every cluster, as set V(global) does.
       - Unset, the stored selector is kept. Refused for an V(ExclusiveClusterSetLabel) set.
+      - Keys must be qualified names and values label values (as for M(multicluster.fleet.cluster_label)); the task is
+        refused otherwise, naming the key or value, before anything is written.
     type: dict
     suboptions:
       match_labels:

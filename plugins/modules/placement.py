@@ -62,6 +62,9 @@ options:
     description:
       - Cluster selectors (C(spec.predicates[].requiredClusterSelector)). A cluster is selected when it matches any of them;
         within one, the label and claim selectors must both match.
+      - Keys of label and claim selectors must be qualified names and their values label values (as for
+        M(multicluster.fleet.cluster_label)), which the placement controller can parse; the task is refused otherwise,
+        naming the key or value, before anything is written. Numbers and booleans in C(match_labels) are written as text.
     type: list
     elements: dict
     suboptions:

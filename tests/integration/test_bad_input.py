@@ -26,6 +26,8 @@ COLLECTIONS = (
     "/apis/cluster.karmada.io/v1alpha1/clusters", "/apis/work.karmada.io/v1alpha1/works",
     "/apis/cluster.open-cluster-management.io/v1/managedclusters", "/apis/work.open-cluster-management.io/v1/manifestworks",
     "/apis/operator.open-cluster-management.io/v1/clustermanagers", "/apis/operator.open-cluster-management.io/v1/klusterlets",
+    "/apis/cluster.open-cluster-management.io/v1beta2/managedclustersets",
+    "/apis/cluster.open-cluster-management.io/v1beta1/placements",
 )
 BAD_PIN = "sha256:" + "0" * 64
 
@@ -91,6 +93,7 @@ MINIMAL = {
     "k8s_objects": lambda c: dict(c.member1, objects=[cm("bad-input")]),
     "manifest_work": lambda c: dict(c.hub, engine="ocm", name="bad-input", clusters=["bad-input"], manifests=[cm("bad-input")]),
     "cluster_set": lambda c: dict(c.hub, engine="ocm", name="bad-input"),
+    "placement": lambda c: dict(c.hub, name="bad-input", namespace="default"),
     "cluster_label": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], labels={"env": "prod"}),
     "cluster_taint": lambda c: dict(c.hub, engine="karmada", clusters=["bad-input"], cordon=True),
     # a day of silence: nothing on a shared hub is a candidate, should a row pass
@@ -230,6 +233,28 @@ ROWS = [
      ["taints[0] (key k): effect 'Sometimes' is not a karmada taint effect"]),
     ("cluster_taint", "cluster that is not registered", lambda c: {},
      ["nothing was written: cluster 'bad-input' is not registered on the hub"]),
+    # Kubernetes' rules end at the end of the text: "$" would also match before a final newline (issue 46)
+    ("cluster_label", "label key ending in a newline", lambda c: dict(labels={"env\n": "prod"}),
+     ["invalid labels: labels key 'env\\n': its name must be"]),
+    ("cluster_taint", "taint key ending in a newline", lambda c: dict(cordon=None, taints=[{"key": "gpu\n", "effect": "NoSchedule"}]),
+     ["taints[0]: taint key 'gpu\\n' is not a qualified name"]),
+    ("cluster_info", "cluster name ending in a newline", lambda c: dict(name="member1\n"), ["invalid cluster name 'member1\\n'"]),
+    # label selectors Kubernetes cannot parse (metav1.LabelSelectorAsSelector in the engines' controllers)
+    ("cluster_set", "label selector key that is no qualified name", lambda c: dict(
+        selector_type="LabelSelector", label_selector={"match_labels": {"Bad Key!": "v"}}),
+     ["invalid selector, Kubernetes cannot parse it: label_selector.match_labels key 'Bad Key!': its name must be"]),
+    ("cluster_set", "label selector value with a comma", lambda c: dict(selector_type="LabelSelector", label_selector={
+        "match_expressions": [{"key": "env", "operator": "In", "values": ["a,b"]}]}),
+     ["label_selector.match_expressions[0] (key env) values[0] = 'a,b': a label value must be"]),
+    ("placement", "label selector key that is no qualified name", lambda c: dict(
+        predicates=[{"label_selector": {"match_labels": {"Bad Key!": "v"}}}]),
+     ["invalid selector, Kubernetes cannot parse it: predicates[0].label_selector.match_labels key 'Bad Key!': its name must be"]),
+    ("placement", "label selector value with a comma", lambda c: dict(
+        predicates=[{"label_selector": {"match_labels": {"env": "a,b"}}}]),
+     ["predicates[0].label_selector.match_labels['env'] = 'a,b': a label value must be"]),
+    ("placement", "claim selector key ending in a newline", lambda c: dict(
+        predicates=[{"claim_selector": {"match_expressions": [{"key": "region\n", "operator": "Exists"}]}}]),
+     ["predicates[0].claim_selector.match_expressions[0] key 'region\\n': its name must be"]),
     ("cluster_prune", "uppercase cluster name in listed", lambda c: dict(listed=["member1", "Member2"]),
      ["invalid cluster name 'Member2'"]),
     ("cluster_prune", "uppercase cluster name in confirmed", lambda c: dict(confirmed=["Member3"]),
@@ -274,7 +299,7 @@ def credentials(module, options):
 ROWS += [(module, what, credentials(module, options), fragments)
          for module in MINIMAL for what, options, fragments in CREDENTIAL_ROWS]
 # Modules of the collection without rows here (their owners add them).
-UNCOVERED = {"addon", "addon_deployment_config", "placement"}
+UNCOVERED = {"addon", "addon_deployment_config"}
 
 
 @pytest.fixture(scope="module")

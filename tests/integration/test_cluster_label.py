@@ -55,6 +55,11 @@ def ok(result):
     return result
 
 
+def warnings(result):
+    """The warning messages of a module result (ansible-core 2.19 and later return each as a WarningSummary)."""
+    return [w["event"]["msg"] if isinstance(w, dict) else w for w in result.get("warnings") or []]
+
+
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_labels_many_clusters_changes_and_removes_only_its_own(hub, engine):
     names, others = ENGINES[engine][1], ENGINES[engine][2]
@@ -64,8 +69,9 @@ def test_labels_many_clusters_changes_and_removes_only_its_own(hub, engine):
     assert planned["changed"] is True and planned["clusters"][names[0]]["labels"] == dict(others, env="prod", tier="web")
     assert [d["before_header"] for d in planned["diff"]] == ["%s/%s" % (ENGINES[engine][0].kind, n) for n in names]
     assert planned["diff"][0]["before"]["labels"] == others
-    assert planned["diff"][0]["after"]["annotations"] == {"example.com/owner": "platform", MANAGED: "env,tier",
-                                                          "multicluster.fleet/managed-annotations": "example.com/owner"}
+    assert planned["diff"][0]["after"]["annotations"] == {
+        "example.com/owner": "platform", MANAGED: "env=cluster_label,tier=cluster_label",
+        "multicluster.fleet/managed-annotations": "example.com/owner=cluster_label"}
     assert all(metadata(hub, engine, n).get("labels") == others for n in names)
 
     done = ok(label(hub, engine, **wanted))
@@ -74,7 +80,10 @@ def test_labels_many_clusters_changes_and_removes_only_its_own(hub, engine):
         assert metadata(hub, engine, name)["labels"] == dict(others, env="prod", tier="web")
         assert done["clusters"][name] == {"action": "updated", "labels": dict(others, env="prod", tier="web"),
                                           "annotations": {"example.com/owner": "platform"},
-                                          "managed_labels": ["env", "tier"], "managed_annotations": ["example.com/owner"]}
+                                          "managed_labels": ["env", "tier"], "managed_annotations": ["example.com/owner"],
+                                          "owners": {"labels": {"env": ["cluster_label"], "tier": ["cluster_label"]},
+                                                     "annotations": {"example.com/owner": ["cluster_label"]}},
+                                          "taken_over": []}
     before = versions(hub)
     again = ok(label(hub, engine, **wanted))
     assert again["changed"] is False and {c["action"] for c in again["clusters"].values()} == {"unchanged"}
@@ -87,7 +96,7 @@ def test_labels_many_clusters_changes_and_removes_only_its_own(hub, engine):
     for name in names:
         meta = metadata(hub, engine, name)
         assert meta["labels"] == dict(others, env="stage")
-        assert meta["annotations"] == {MANAGED: "env"}
+        assert meta["annotations"] == {MANAGED: "env=cluster_label"}
     cleared = ok(label(hub, engine, labels={}, annotations={}, purge=True))
     assert cleared["changed"] is True and all(metadata(hub, engine, n)["labels"] == others for n in names)
     assert all(not metadata(hub, engine, n).get("annotations") for n in names)
@@ -98,9 +107,55 @@ def test_null_removes_a_label_whoever_set_it_and_unregistered_clusters_can_be_sk
     assert done["clusters"]["lbk-9"]["action"] == "unregistered" and done["clusters"]["lbk-1"]["labels"] == {}
     ok(label(hub, "karmada", clusters=["lbk-1"], labels={"team": "blue"}))
     assert metadata(hub, "karmada", "lbk-1")["labels"] == {"team": "blue"}
-    assert metadata(hub, "karmada", "lbk-1")["annotations"] == {MANAGED: "team"}  # set by the collection now
+    assert metadata(hub, "karmada", "lbk-1")["annotations"] == {MANAGED: "team=cluster_label"}  # set by the collection now
     ok(label(hub, "karmada", clusters=["lbk-1"], labels={}, purge=True))
     assert not metadata(hub, "karmada", "lbk-1").get("labels")
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_each_owner_purges_only_its_own_labels(hub, engine):
+    """Issue 46, item 3: site.yml (owner inventory) and a labelling job (cluster_label's default owner) each purge only
+    the keys they set; a value both set is shared; taking a key over from another owner warns; keys an earlier version
+    recorded without owner are purged by nobody until an owner takes them."""
+    name, others = ENGINES[engine][1][0], ENGINES[engine][2]
+    site = dict(clusters=[name], purge=True, owner="inventory")
+    try:
+        ok(label(hub, engine, labels={"env": "prod"}, **site))
+        job = ok(label(hub, engine, clusters=[name], labels={"rollout": "wave-1", "env": "prod"}))  # the docs' batch recipe
+        assert job["clusters"][name]["owners"]["labels"] == {"env": ["cluster_label", "inventory"], "rollout": ["cluster_label"]}
+        assert warnings(job) == []
+        again = ok(label(hub, engine, labels={"env": "prod"}, **site))
+        assert again["changed"] is False and metadata(hub, engine, name)["labels"] == dict(others, env="prod", rollout="wave-1")
+        # the inventory drops env: the job still sets it, so it stays (the job's alone now)
+        dropped = ok(label(hub, engine, labels={}, **site))
+        assert dropped["changed"] is True and metadata(hub, engine, name)["labels"] == dict(others, env="prod", rollout="wave-1")
+        assert metadata(hub, engine, name)["annotations"][MANAGED] == "env=cluster_label,rollout=cluster_label"
+        # the inventory sets rollout to another value: it takes it over from the job, and says so (check mode too)
+        previewed = ok(label(hub, engine, check_mode=True, labels={"rollout": "wave-2"}, **site))
+        message = ("cluster '%s': label rollout was set to 'wave-1' by owner cluster_label; owner inventory %s it over (its "
+                   "purge may remove it)")
+        assert warnings(previewed) == [message % (name, "would take")]
+        taken = ok(label(hub, engine, labels={"rollout": "wave-2"}, **site))
+        assert warnings(taken) == [message % (name, "took")]
+        assert taken["clusters"][name]["taken_over"] == [{"kind": "label", "key": "rollout", "from": ["cluster_label"]}]
+        ok(label(hub, engine, clusters=[name], labels={"env": None, "rollout": None}))
+
+        # an object an earlier version labelled: bare keys; purge leaves them (with a warning) until an owner lists them
+        hub[1].request("PATCH", ENGINES[engine][0].path(name=name), content_type=resources.MERGE_PATCH, body={"metadata": {
+            "labels": {"env": "prod", "tier": "web"}, "annotations": {MANAGED: "env,tier"}}})
+        kept = ok(label(hub, engine, labels={"env": "prod"}, **site))
+        assert metadata(hub, engine, name)["labels"] == dict(others, env="prod", tier="web")
+        assert metadata(hub, engine, name)["annotations"][MANAGED] == "env=inventory,tier"
+        assert warnings(kept) == ["cluster '%s': label tier recorded by an earlier version of this collection without an "
+                                    "owner; purge keeps them until a task lists them (then they are its owner's) or removes "
+                                    "them (value null)" % name]
+        ok(label(hub, engine, clusters=[name], labels={"tier": "web"}))  # now the job's
+        assert warnings(ok(label(hub, engine, labels={"env": "prod"}, **site))) == []
+        ok(label(hub, engine, clusters=[name], labels={}, purge=True))
+        ok(label(hub, engine, labels={}, **site))
+        assert metadata(hub, engine, name)["labels"] == others and not metadata(hub, engine, name).get("annotations")
+    finally:
+        ok(label(hub, engine, clusters=[name], labels={"env": None, "rollout": None, "tier": None}))
 
 
 @pytest.mark.parametrize("args, fragments", [
@@ -110,6 +165,10 @@ def test_null_removes_a_label_whoever_set_it_and_unregistered_clusters_can_be_sk
     (dict(labels={"Example.com/env": "prod"}), ["labels key 'Example.com/env': its prefix (before '/') must be a DNS-1123 subdomain"]),
     (dict(annotations={"owner/": "me"}), ["annotations key 'owner/': its name (after '/') must be"]),
     (dict(annotations={MANAGED: "env"}), ["annotations key '%s': this collection records the keys it manages there" % MANAGED]),
+    # "$" matches before a final newline: the module's own check must refuse these, not the API server (issue 46)
+    (dict(labels={"env\n": "prod"}), ["invalid labels: labels key 'env\\n': its name must be"]),
+    (dict(labels={"env": "prod\n"}), ["invalid labels: labels['env'] = 'prod\\n': a label value must be"]),
+    (dict(labels={"env": "prod"}, owner="a,b"), ["invalid owner 'a,b' must be at most 63 letters"]),
     (dict(labels={"env": {"nested": 1}}), ["labels['env'] = {'nested': 1}: must be a string, got dict"]),
     (dict(clusters=["lbo-1", "lbo-9", "lbo-8"], labels={"env": "prod"}),
      ["cannot label every cluster, nothing was written: cluster 'lbo-9' is not registered on the hub (no ManagedCluster "

@@ -110,8 +110,8 @@ def token_inventory(lab, directory, engine):
 def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
     """site.yml gives each member the labels and annotations of the inventory on its hub object (``path`` % member;
     member1 and member2: push and pull for Karmada, both pull for OCM), changes and removes them with the inventory and
-    keeps the label someone else set; check mode with --diff shows the change and writes nothing; a re-run changes
-    nothing."""
+    keeps the label someone else set, and those a labelling job (another owner of cluster_label) set (issue 46); check
+    mode with --diff shows the change and writes nothing; a re-run changes nothing."""
     hub = lab.api(lab.hub)
 
     def metadata(member):  # without the cluster id the collection records on an OCM ManagedCluster
@@ -127,14 +127,23 @@ def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
         assert done.returncode == 0, done.stdout[-4000:]
         return done, recap
 
-    hub.patch(path % "member1", {"metadata": {"labels": {"team": "blue"}}})
+    hub.patch(path % "member1", {"metadata": {"labels": {"team": "blue", "tier": "api"}}})
     done, recap = run({"member1": {"labels": {"env": "prod", "tier": "web"}, "annotations": {"example.com/owner": "platform"}},
                        "member2": {"labels": {"env": "prod"}}})
     assert (recap["member1"]["changed"], recap["member2"]["changed"], recap["hub-cluster"]["changed"]) == (1, 1, 0), recap
     assert task_result(done.stdout, LABEL, "member2") == "changed"
     assert metadata("member1") == ({"team": "blue", "env": "prod", "tier": "web"}, {
-        "example.com/owner": "platform", MANAGED_LABELS: "env,tier", "multicluster.fleet/managed-annotations": "example.com/owner"})
-    assert metadata("member2") == ({"env": "prod"}, {MANAGED_LABELS: "env"})
+        "example.com/owner": "platform", MANAGED_LABELS: "env=inventory,tier=inventory",
+        "multicluster.fleet/managed-annotations": "example.com/owner=inventory"})
+    assert metadata("member2") == ({"env": "prod"}, {MANAGED_LABELS: "env=inventory"})
+    # tier was someone else's, with another value: taken over, and the run says so
+    assert ("cluster 'member1': label tier was set to 'api' by someone outside this collection; owner inventory took it over"
+            in " ".join((done.stdout + done.stderr).split())), done.stderr[-4000:]
+
+    # docs/labels.md's "label a batch of clusters": a job of its own labels member1; site.yml leaves its label alone
+    hub_auth = {"kubeconfig": lab.clusters[lab.hub]["kubeconfig"], "context": lab.hub}
+    job = run_module("cluster_label", dict(hub_auth, engine=engine, clusters=["member1"], labels={"rollout": "wave-1"}))
+    assert job["rc"] == 0 and job["changed"] is True, job
 
     changed = {"member1": {"labels": {"env": "stage"}}, "member2": {"labels": {"env": "prod"}}}
     done, recap = run(changed, check=True)
@@ -143,13 +152,17 @@ def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
     assert re.search(r'^\+\s+"env": "stage",?$', done.stdout, re.MULTILINE), done.stdout[-4000:]
     done, recap = run(changed)
     assert recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
-    assert metadata("member1") == ({"team": "blue", "env": "stage"}, {MANAGED_LABELS: "env"})
+    assert metadata("member1") == ({"team": "blue", "env": "stage", "rollout": "wave-1"},
+                                   {MANAGED_LABELS: "env=inventory,rollout=cluster_label"})
     _done, recap = run(changed)
     assert all(r["changed"] == 0 for r in recap.values()), recap
 
     _done, recap = run({})
     assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 1), recap
-    assert metadata("member1") == ({"team": "blue"}, {}) and metadata("member2") == ({}, {})
+    assert metadata("member1") == ({"team": "blue", "rollout": "wave-1"}, {MANAGED_LABELS: "rollout=cluster_label"})
+    assert metadata("member2") == ({}, {})
+    job = run_module("cluster_label", dict(hub_auth, engine=engine, clusters=["member1"], labels={}, purge=True))
+    assert job["rc"] == 0 and metadata("member1") == ({"team": "blue"}, {}), job
     hub.patch(path % "member1", {"metadata": {"labels": {"team": None}}})
 
 
@@ -489,6 +502,25 @@ class TestOcm:
             run_module("cluster_set", dict(hub_auth, engine="ocm", name="site-a", remove_clusters=["member1", "member2"]))
             for name in ("site-a", "site-b"):
                 run_module("cluster_set", dict(hub_auth, engine="ocm", name=name, state="absent", force=True))
+
+    def test_inventory_labels_that_name_a_cluster_set_are_refused(self, lab, simulations, tmp_path_factory):
+        """Issue 46, item 4: labels setting OCM's cluster set label besides cluster_set made cluster_label and cluster_set
+        move the member between two sets on every run. The member check refuses it, naming both variables; nothing is
+        written, and the other member registers."""
+        label = "cluster.open-cluster-management.io/clusterset"
+        path = "/apis/cluster.open-cluster-management.io/v1/managedclusters/member1"
+        hub = lab.api(lab.hub)
+        before = hub.get(path)["metadata"]
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm", member_vars={
+            "member1": {"labels": {label: "site-b"}, "cluster_set": "site-a"}})
+        done, recap = play("site.yml", inventory, limit="member1,member2")
+        assert done.returncode != 0 and recap["member1"]["failed"] == 1 and recap["member2"]["failed"] == 0, recap
+        assert task_result(done.stdout, "Check the member's settings", "member1") == "fatal"
+        assert ("labels sets %s=site-b, the label that puts a cluster in a cluster set, and cluster_set names site-a" % label
+                in " ".join(done.stdout.split())), done.stdout[-4000:]
+        assert summary(done.stdout)["member2"]["RESULT"] == "registered"
+        after = hub.get(path)["metadata"]
+        assert (after.get("labels"), after.get("annotations")) == (before.get("labels"), before.get("annotations"))
 
     def test_inventory_taints_are_applied(self, lab, simulations, tmp_path_factory):
         inventory_taints(lab, write_inventory(lab, tmp_path_factory.mktemp("ocm"), "ocm"), "ocm", "NoSelect")

@@ -84,6 +84,26 @@ class TestMemberProblem:
         with pytest.raises(AnsibleFilterError, match="fleet_member_problem: action must be one of register, detach"):
             self.problem(action="join")
 
+    def test_inventory_labels_must_not_set_the_engines_cluster_set_label(self):
+        """cluster_label would write the label and cluster_set move the member back, on every run (issue 46, item 4)."""
+        label = "cluster.open-cluster-management.io/clusterset"
+        assert self.problem(engine="ocm", labels={label: "site-b"}, cluster_set="site-a") == (
+            "labels sets %s=site-b, the label that puts a cluster in a cluster set, and cluster_set names site-a: each run"
+            " would move the member from one set to the other; name its set with cluster_set alone and leave %s out of"
+            " labels" % (label, label))
+        assert self.problem(engine="ocm", labels={label: "site-a"}) == (
+            "labels sets %s=site-a, the label that puts a cluster in a cluster set: name the member's set with cluster_set"
+            " instead (cluster_set: site-a) and leave %s out of labels" % (label, label))
+        assert "cluster_set names site-a" in self.problem(engine="ocm", labels={label: None}, cluster_set="site-a")
+        # the same set in both: what the fleet inventory plugin gives every OCM member (labels as the hub has them)
+        assert self.problem(engine="ocm", labels={label: "site-a", "env": "prod"}, cluster_set="site-a") == ""
+        # other labels, another engine (Karmada has no cluster set label), and plays that do not label are fine
+        assert self.problem(engine="ocm", labels={"env": "prod"}, cluster_set="site-a") == ""
+        assert self.problem(engine="karmada", labels={label: "site-b"}) == ""
+        assert self.problem(engine="ocm", labels={label: "site-b"}, cluster_set="site-a", action="detach") == ""
+        assert self.problem(engine="ocm", labels={label: "site-b"}, cluster_set="site-a", action="upgrade") == ""
+        assert self.problem(engine="ocm", labels=None) == ""
+
 
 class TestFailureRecord:
     def test_the_task_and_its_message(self):

@@ -61,6 +61,8 @@ class TestBuild:
         (("ExclusiveClusterSetLabel", {"match_labels": {"a": "b"}}), "label_selector is for selector_type LabelSelector"),
         (("Exclusive", None), "selector_type must be ExclusiveClusterSetLabel or LabelSelector, got 'Exclusive'"),
         (("LabelSelector", {"match_expressions": [{"key": "a", "operator": "In"}]}), "operator In needs values"),
+        (("LabelSelector", {"match_labels": {"Bad Key!": "v"}}), "label_selector.match_labels key 'Bad Key!': its name must be"),
+        (("LabelSelector", {"match_labels": {"env": "a,b"}}), r"label_selector.match_labels\['env'\] = 'a,b'"),
     ])
     def test_bad_selectors(self, args, message):
         with pytest.raises(FleetError, match=message):

@@ -87,6 +87,29 @@ class TestBuild:
         with pytest.raises(FleetError, match=r"predicates\[0\].label_selector.match_expressions\[0\] \(key env\): " + message):
             placement.build("p", "ns", predicates=[{"label_selector": {"match_expressions": [expression]}}])
 
+    @pytest.mark.parametrize("selector, message", [
+        ({"match_labels": {"Bad Key!": "v"}}, "predicates[0].label_selector.match_labels key 'Bad Key!': its name must be"),
+        ({"match_labels": {"env": "a,b"}}, "predicates[0].label_selector.match_labels['env'] = 'a,b': a label value must be"),
+        ({"match_expressions": [{"key": "env\n", "operator": "Exists"}]},
+         "predicates[0].label_selector.match_expressions[0] key 'env\\n': its name must be"),
+        ({"match_expressions": [{"key": "env", "operator": "In", "values": ["a", "b,c"]}]},
+         "predicates[0].label_selector.match_expressions[0] (key env) values[1] = 'b,c': a label value must be"),
+    ])
+    def test_label_selectors_kubernetes_cannot_parse_are_refused(self, selector, message):
+        """Issue 46, item 8: the placement controller parses them with metav1.LabelSelectorAsSelector."""
+        with pytest.raises(FleetError) as info:
+            placement.build("p", "ns", predicates=[{"label_selector": selector}])
+        assert info.value.msg.startswith("invalid selector, Kubernetes cannot parse it: ") and message in info.value.msg
+        with pytest.raises(FleetError, match="claim_selector.match_expressions.0. key 'Bad Key!'"):
+            placement.build("p", "ns", predicates=[{"claim_selector": {"match_expressions": [
+                {"key": "Bad Key!", "operator": "Exists"}]}}])
+        with pytest.raises(FleetError, match=r"decision_groups\[0\].label_selector.match_labels key 'Bad Key!'"):
+            placement.build("p", "ns", decision_groups=[{"group_name": "canary", "label_selector": {"match_labels": {"Bad Key!": "v"}}}])
+
+    def test_selector_values_as_text(self):
+        built = placement.build("p", "ns", predicates=[{"label_selector": {"match_labels": {"gpu": True, "n": 3}}}])
+        assert built["spec"]["predicates"][0]["requiredClusterSelector"]["labelSelector"]["matchLabels"] == {"gpu": "true", "n": "3"}
+
     @pytest.mark.parametrize("toleration, message", [
         ({"operator": "Equal", "value": "x"}, "without key must use operator Exists"),
         ({"key": "k", "operator": "Exists", "value": "x"}, "operator Exists takes no value"),

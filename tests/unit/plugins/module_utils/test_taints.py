@@ -50,6 +50,8 @@ def test_qualified_keys_pass(key):
     ("a/b/c", "its prefix 'a/b' must be a DNS subdomain"),
     ("example.com/", "its name '' must be"),
     ("has space", "its name 'has space'"),
+    ("gpu\n", "its name 'gpu\\n'"),  # "$" matches before a final newline: not the end of the key (issue 46)
+    ("example.com\n/gpu", "its prefix 'example.com\\n'"),
 ])
 def test_keys_that_are_not_qualified_names_are_refused(key, problem):
     with pytest.raises(FleetError) as error:
