@@ -97,7 +97,7 @@ for stage in "${stages[@]}"; do
   stage_times+=("$stage $((SECONDS - stage_started)) $([ ${#failed[@]} -eq "$failed_before" ] && echo ok || echo FAILED)")
 done
 {
-  echo "[tests] stage times (Kubernetes $("$FLEET_LAB_BIN/kube-apiserver" --version | awk '{print $2}') in the lab, $(ansible --version | head -1)):"
+  echo "[tests] stage times (Kubernetes $("$FLEET_LAB_BIN/kube-apiserver" --version | awk '{print $2}') in the lab, $(python -c 'from ansible.release import __version__ as v; print("ansible-core", v)')):"
   printf '[tests]   %-12s %7s  %s\n' stage seconds result
   for row in "${stage_times[@]}"; do
     # shellcheck disable=SC2086

@@ -95,4 +95,4 @@ done
 
 export FLEET_VENV FLEET_LAB_BIN FLEET_LAB_BIN_OLDEST
 export PATH="$FLEET_VENV/bin:$PATH"
-echo "[setup] ready: venv $FLEET_VENV ($(ansible --version | head -1)), lab binaries $FLEET_LAB_BIN" >&2
+echo "[setup] ready: venv $FLEET_VENV ($(python -c 'from ansible.release import __version__ as v; print("ansible-core", v)')), lab binaries $FLEET_LAB_BIN" >&2

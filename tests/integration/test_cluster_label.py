@@ -147,8 +147,8 @@ def test_each_owner_purges_only_its_own_labels(hub, engine):
         assert metadata(hub, engine, name)["labels"] == dict(others, env="prod", tier="web")
         assert metadata(hub, engine, name)["annotations"][MANAGED] == "env=inventory,tier"
         assert warnings(kept) == ["cluster '%s': label tier recorded by an earlier version of this collection without an "
-                                    "owner; purge keeps them until a task lists them (then they are its owner's) or removes "
-                                    "them (value null)" % name]
+                                  "owner; purge keeps them until a task lists them (then they are its owner's) or removes "
+                                  "them (value null)" % name]
         ok(label(hub, engine, clusters=[name], labels={"tier": "web"}))  # now the job's
         assert warnings(ok(label(hub, engine, labels={"env": "prod"}, **site))) == []
         ok(label(hub, engine, clusters=[name], labels={}, purge=True))

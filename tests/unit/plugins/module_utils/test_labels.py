@@ -182,8 +182,8 @@ class TestRulesEndAtTheEnd:
     @pytest.mark.parametrize("check", [
         lambda name: engines.get("karmada").validate_cluster_name(name),
         lambda name: engines.get("ocm").validate_cluster_name(name),
-        lambda name: cluster_set.validate_name(name),
-        lambda name: work._check_name(name),
+        cluster_set.validate_name,
+        work._check_name,
     ], ids=["karmada cluster", "ocm cluster", "cluster set", "work"])
     def test_names(self, check):
         check("member1")
