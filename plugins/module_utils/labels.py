@@ -72,6 +72,19 @@ def _text(value):
     raise FleetError("must be a string, got %s" % type(value).__name__)
 
 
+def _value_text(at, key, value, value_problem, problems):
+    """``value`` of ``at[key]`` as text, or None when it is no text; what is wrong with it is added to ``problems``."""
+    try:
+        text = _text(value)
+    except FleetError as exc:
+        problems.append("%s[%r] = %r: %s" % (at, key, value, exc.msg))
+        return None
+    problem = value_problem(text)
+    if problem:
+        problems.append("%s[%r] = %r: %s" % (at, key, text, problem))
+    return text
+
+
 def _checked(option, given, value_problem):
     """``given`` (a dict; None: not given) as ``{key: text or None}``, or FleetError naming every bad key and value."""
     if given is None:
@@ -87,15 +100,9 @@ def _checked(option, given, value_problem):
         if value is None:  # remove it, whoever set it
             result[key] = None
             continue
-        try:
-            text = _text(value)
-        except FleetError as exc:
-            problems.append("%s[%r] = %r: %s" % (option, key, value, exc.msg))
-            continue
-        problem = value_problem(text)
-        if problem:
-            problems.append("%s[%r] = %r: %s" % (option, key, text, problem))
-        result[key] = text
+        text = _value_text(option, key, value, value_problem, problems)
+        if text is not None:
+            result[key] = text
     if problems:
         raise FleetError("invalid %s: %s" % (option, "; ".join(problems)))
     return result
@@ -137,15 +144,9 @@ def selector(where, match_labels=None, expressions=None):
         if problem is not None:
             problems.append("%s key %r: %s" % (at, key, problem))
             continue
-        try:
-            text = _text(value)
-        except FleetError as exc:  # None too: a selector has no "remove"
-            problems.append("%s[%r] = %r: %s" % (at, key, value, exc.msg))
-            continue
-        problem = _label_value_problem(text)
-        if problem:
-            problems.append("%s[%r] = %r: %s" % (at, key, text, problem))
-        labels_out[key] = text
+        text = _value_text(at, key, value, _label_value_problem, problems)  # None refused too: a selector has no "remove"
+        if text is not None:
+            labels_out[key] = text
     expressions_out = []
     for index, item in enumerate(expressions or []):
         at = "%s.match_expressions[%d]" % (where, index)
