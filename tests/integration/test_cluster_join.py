@@ -240,7 +240,8 @@ class TestPushLifecycle:
         assert refused["msg"].endswith("; written before the failure: " + ", ".join(written))
         result = ok(run(args(WEST, region="us-east-1", wait=True)))
         assert changed_lines(result) == ["hub Secret/karmada-cluster/cj-west: created",
-                                         "hub Secret/karmada-cluster/cj-west-impersonator: created"]
+                                         "hub Secret/karmada-cluster/cj-west-impersonator: created",
+                                         "hub ConfigMap/kube-system/multicluster-fleet.karmada.cj-west: created"]
         assert resources.condition_is(result["cluster"], "Ready")
 
     def test_rejoin_changes_nothing(self, args):
@@ -318,6 +319,7 @@ class TestPushLifecycle:
             "hub Cluster/cj-east: deleted",
             "hub Secret/karmada-cluster/cj-east: deleted",
             "hub Secret/karmada-cluster/cj-east-impersonator: deleted",
+            "hub ConfigMap/kube-system/multicluster-fleet.karmada.cj-east: deleted",
             "member ClusterRoleBinding/karmada-controller-manager:karmada-cj-east: deleted",
             "member ClusterRole/karmada-controller-manager:karmada-cj-east: deleted",
             "member ServiceAccount/karmada-cluster/karmada-cj-east: deleted",
@@ -359,7 +361,8 @@ class TestPushLifecycle:
             "hub Namespace/karmada-es-cj-west: deleted",
             "hub Cluster/cj-west: updated",
             "hub Secret/karmada-cluster/cj-west: deleted",
-            "hub Secret/karmada-cluster/cj-west-impersonator: deleted"]
+            "hub Secret/karmada-cluster/cj-west-impersonator: deleted",
+            "hub ConfigMap/kube-system/multicluster-fleet.karmada.cj-west: deleted"]
         assert resources.get(hub, CLUSTER, WEST) is None
         work = resources.get(hub, WORK, "cj-work", karmada.execution_namespace(WEST))
         assert work is None or not work["metadata"].get("finalizers")  # the namespace controller removes it

@@ -486,7 +486,9 @@ def test_ocm_unjoin(lab, hub_api, ocm_env):
     assert result["changes"] == ["member Klusterlet/klusterlet: deleted",
                                  "member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: deleted",
                                  "member Secret/open-cluster-management-agent/hub-kubeconfig-secret: deleted",
-                                 "hub ManagedCluster/%s: deleted" % O_NAME]
+                                 "hub ManagedCluster/%s: deleted" % O_NAME,
+                                 "hub Lease/%s/managed-cluster-lease: deleted" % O_NAME,
+                                 "hub ConfigMap/kube-system/multicluster-fleet.ocm.%s: absent" % O_NAME]
     assert resources.get(hub_api, ocm.MANAGED_CLUSTER, O_NAME) is None
     assert_nothing_written(lab, hub_api, "ocm")
     again = run_module("cluster_register", args)
@@ -591,5 +593,7 @@ def test_ocm_hosted_join_accept_and_unjoin(lab, hub_api, ocm_env, hosted_env):
                                "hosting Secret/%s/hub-kubeconfig-secret: deleted" % namespace,
                                "hosting Secret/%s/external-managed-kubeconfig: deleted" % namespace,
                                "hosting Namespace/%s: deleted" % namespace,
-                               "hub ManagedCluster/%s: deleted" % H_NAME]
+                               "hub ManagedCluster/%s: deleted" % H_NAME,
+                               "hub Lease/%s/managed-cluster-lease: deleted" % H_NAME,
+                               "hub ConfigMap/kube-system/multicluster-fleet.ocm.%s: absent" % H_NAME]
     assert resources.get(hub_api, ocm.MANAGED_CLUSTER, H_NAME) is None
