@@ -2,7 +2,7 @@
 # The test command: sanity, ansible-lint, the documentation (antsibull-docs lint, the docsite), unit and integration tests
 # (integration against a real lab), the molecule scenarios (site.yml converge, idempotence, verify, detach on a
 # fresh lab per engine), and the version matrix (every ansible-core of meta/runtime.yml's range in a virtualenv of its
-# own: tests/matrix/matrix.py).
+# own: tests/matrix/matrix.py). sanity, lint, docs and unit run beside the lab stages at the lowest CPU priority (below).
 #
 #   bash tests/run.sh                 # everything
 #   bash tests/run.sh sanity|lint|docs|unit|integration|molecule|matrix ...   # selected stages
@@ -34,7 +34,8 @@ link_collection() {
   # Make the checkout importable as multicluster.fleet (ansible-lint, molecule) without installing it.
   local collections="$root/tests/output/collections"
   mkdir -p "$collections/ansible_collections/multicluster"
-  ln -sfn "$root" "$collections/ansible_collections/multicluster/fleet"
+  # Never replaced while it is there: the stages of the other lane use it meanwhile.
+  [ -L "$collections/ansible_collections/multicluster/fleet" ] || ln -sn "$root" "$collections/ansible_collections/multicluster/fleet" 2>/dev/null || true
   export ANSIBLE_COLLECTIONS_PATH="$collections"
 }
 
@@ -58,43 +59,97 @@ run_molecule() {
   return "$status"
 }
 
-# Every stage runs even when an earlier one failed, so one run shows all failures.
-failed=()
-for stage in "${stages[@]}"; do
-  stage_started=$SECONDS
-  failed_before=${#failed[@]}
-  case "$stage" in
-    sanity) run_sanity || failed+=(sanity) ;;
-    unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q || failed+=(unit) ;;
+# Two lanes run side by side. The lab lane (integration, molecule, matrix) mostly waits on its labs' simulations, so
+# the processor lane (sanity, lint, docs, unit) runs beside it at the lowest CPU priority (nice 19): it takes the
+# processor time the lab lane leaves idle and gives it back as soon as the lab lane wants it. The lab lane prints as it
+# goes; each processor stage says when it ends and its output follows once both lanes have ended. Every stage runs
+# even when an earlier one failed, so one run shows all failures.
+run_stage() {
+  case "$1" in
+    sanity) run_sanity ;;
+    unit) echo "[tests] unit" >&2; python -m pytest tests/unit -q -p no:cacheprovider ;;
     integration)
-      # Two workers, a lab each; a test file runs in one worker (its module fixtures hold for the file). The lab mostly
-      # waits on its simulations, so two share the two processors of a CI machine well.
+      # Two workers, a lab each; a test file runs in one worker (its module fixtures hold for the file).
       echo "[tests] integration (lab, ${FLEET_TEST_WORKERS:-2} workers)" >&2
-      python -m pytest tests/integration -q -p no:cacheprovider -n "${FLEET_TEST_WORKERS:-2}" --dist loadfile --durations=15 \
-        || failed+=(integration) ;;
-    lint) echo "[tests] ansible-lint (production profile)" >&2; (link_collection && ansible-lint) || failed+=(lint) ;;
-    docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh || failed+=(docs) ;;
-    molecule) (run_molecule) || failed+=(molecule) ;;
+      python -m pytest tests/integration -q -p no:cacheprovider -n "${FLEET_TEST_WORKERS:-2}" --dist loadfile --durations=15 ;;
+    lint) echo "[tests] ansible-lint (production profile)" >&2; link_collection && ansible-lint ;;
+    docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh ;;
+    molecule) run_molecule ;;
     matrix)
       # The sanity stage runs ansible-test on this virtualenv's ansible-core, the newest release: with it, the
-      # matrix runs sanity on the oldest only.
+      # matrix runs sanity on the oldest only. Likewise the unit, integration (test_in_worker_execution and test_awx:
+      # the matrix's compare and awx steps) and molecule stages (site.yml, again, detach: its smoke set) run on it.
       echo "[tests] version matrix" >&2
-      # Likewise the unit and integration stages (test_in_worker_execution and test_awx: the matrix's compare and awx
-      # steps) run on it.
-      matrix_sanity=both
-      matrix_covered=()
+      local matrix_sanity=both other
+      local matrix_covered=()
       for other in "${stages[@]}"; do
         case "$other" in
           sanity) matrix_sanity=oldest ;;
           unit) matrix_covered+=(unit) ;;
           integration) matrix_covered+=(compare awx) ;;
+          molecule) matrix_covered+=(smoke) ;;
         esac
       done
-      python tests/matrix/matrix.py --sanity "$matrix_sanity" --covered "$(IFS=,; echo "${matrix_covered[*]}")" \
-        || failed+=(matrix) ;;
+      python tests/matrix/matrix.py --sanity "$matrix_sanity" --covered "$(IFS=,; echo "${matrix_covered[*]}")" ;;
+  esac
+}
+
+# Runs the stages named, one after the other; each one's "name seconds ok|FAILED" goes to the file $1.
+run_lane() {
+  local times="$1" stage started status
+  shift
+  for stage in "$@"; do
+    started=$SECONDS
+    if (run_stage "$stage"); then status=ok; else status=FAILED; fi
+    echo "$stage $((SECONDS - started)) $status" >> "$times"
+  done
+}
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    sanity|lint|docs|unit|integration|molecule|matrix) ;;
     *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix)" >&2; exit 2 ;;
   esac
-  stage_times+=("$stage $((SECONDS - stage_started)) $([ ${#failed[@]} -eq "$failed_before" ] && echo ok || echo FAILED)")
+done
+lab_stages=() processor_stages=()
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    integration|molecule|matrix) lab_stages+=("$stage") ;;
+    *) processor_stages+=("$stage") ;;
+  esac
+done
+lanes="$(mktemp -d)"
+trap 'rm -rf "$lanes"' EXIT
+: > "$lanes/times"
+processor_lane=""
+if [ ${#processor_stages[@]} -gt 0 ]; then
+  if [ ${#lab_stages[@]} -gt 0 ]; then
+    echo "[tests] ${processor_stages[*]}: beside the lab stages, at the lowest CPU priority; their output follows at the end" >&2
+    (
+      renice -n 19 -p "$BASHPID" >/dev/null
+      for stage in "${processor_stages[@]}"; do
+        run_lane "$lanes/times" "$stage" >"$lanes/$stage.log" 2>&1
+        echo "[tests] $stage: $(awk -v s="$stage" '$1 == s {print $3 " in " $2 " s"}' "$lanes/times")" >&2
+      done
+    ) &
+    processor_lane=$!
+  else
+    run_lane "$lanes/times" "${processor_stages[@]}"
+  fi
+fi
+[ ${#lab_stages[@]} -eq 0 ] || run_lane "$lanes/times" "${lab_stages[@]}"
+if [ -n "$processor_lane" ]; then
+  wait "$processor_lane"
+  for stage in "${processor_stages[@]}"; do
+    echo "[tests] ---- output of $stage ----" >&2
+    cat "$lanes/$stage.log"
+  done
+fi
+failed=()
+for stage in "${stages[@]}"; do
+  read -r _ seconds status < <(awk -v s="$stage" '$1 == s' "$lanes/times")
+  stage_times+=("$stage $seconds $status")
+  [ "$status" = ok ] || failed+=("$stage")
 done
 {
   echo "[tests] stage times (Kubernetes $("$FLEET_LAB_BIN/kube-apiserver" --version | awk '{print $2}') in the lab, $(python -c 'from ansible.release import __version__ as v; print("ansible-core", v)')):"

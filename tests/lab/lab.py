@@ -206,8 +206,10 @@ class ApiClient:
     """Minimal JSON client for one lab API server.
 
     Authenticates with a client certificate (the admin one by default) and trusts only the cluster
-    CA. Without a certificate it speaks as ``system:anonymous``. One connection per request, through
-    the forward proxy ``proxy`` (an ``http://`` URL, as a kubeconfig's ``proxy-url``) when given.
+    CA. Without a certificate it speaks as ``system:anonymous``. Each thread keeps its connection open for its next
+    request, as client-go does (the simulations poll: a TLS handshake per request cost the lab more processor time
+    than everything else it did); through the forward proxy ``proxy`` (an ``http://`` URL, as a kubeconfig's
+    ``proxy-url``), when given, one connection per request.
     """
 
     def __init__(self, server, ca_file, cert_file=None, key_file=None, timeout=10, proxy=None):
@@ -222,6 +224,7 @@ class ApiClient:
         self._context = ssl.create_default_context(cafile=ca_file)
         if cert_file:
             self._context.load_cert_chain(cert_file, key_file)
+        self._kept = threading.local()  # .connection: this thread's open connection, if any
 
     @classmethod
     def for_cluster(cls, cluster, anonymous=False):
@@ -235,28 +238,50 @@ class ApiClient:
 
         Raises ApiError on a status >= 400 and OSError when the server does not answer.
         """
-        host, port = self._netloc.rsplit(":", 1)
-        if self._proxy:  # a CONNECT tunnel; TLS with the server inside it
-            conn = http.client.HTTPSConnection(self._proxy[0], int(self._proxy[1]), context=self._context, timeout=self.timeout)
-            conn.set_tunnel(host, int(port))
-        else:
-            conn = http.client.HTTPSConnection(host, int(port), context=self._context, timeout=self.timeout)
+        send_headers = {"Accept": "application/json", **(headers or {})}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            send_headers["Content-Type"] = content_type
+        kept = None if self._proxy else getattr(self._kept, "connection", None)
         try:
-            send_headers = {"Accept": "application/json", **(headers or {})}
-            payload = None
-            if body is not None:
-                payload = json.dumps(body).encode()
-                send_headers["Content-Type"] = content_type
-            conn.request(method, path, body=payload, headers=send_headers)
-            response = conn.getresponse()
-            text = response.read().decode()
-        finally:
-            conn.close()
+            response, text = self._exchange(kept or self._connect(), method, path, payload, send_headers)
+        except (http.client.HTTPException, ConnectionError, ssl.SSLError):
+            if kept is None:
+                raise
+            # The server ended the kept connection (closed it while idle, or restarted): send again on a new one.
+            response, text = self._exchange(self._connect(), method, path, payload, send_headers)
         if response.status >= 400:
             raise ApiError(method, self.server + path, response.status, text)
         if response.getheader("Content-Type", "").startswith("application/json"):
             return json.loads(text)
         return text
+
+    def _connect(self):
+        """A new connection to the server (through the proxy: a CONNECT tunnel, TLS with the server inside it)."""
+        host, port = self._netloc.rsplit(":", 1)
+        if self._proxy:
+            conn = http.client.HTTPSConnection(self._proxy[0], int(self._proxy[1]), context=self._context, timeout=self.timeout)
+            conn.set_tunnel(host, int(port))
+            return conn
+        return http.client.HTTPSConnection(host, int(port), context=self._context, timeout=self.timeout)
+
+    def _exchange(self, conn, method, path, payload, headers):
+        """Send one request on ``conn``; return (response, its text). Without a proxy the thread keeps ``conn`` for
+        its next request unless the server or an error ended it."""
+        self._kept.connection = None
+        try:
+            conn.request(method, path, body=payload, headers=headers)
+            response = conn.getresponse()
+            text = response.read().decode()
+        except BaseException:
+            conn.close()
+            raise
+        if not self._proxy and not response.will_close:
+            self._kept.connection = conn
+        else:
+            conn.close()
+        return response, text
 
     def get(self, path, **kwargs):
         """GET ``path``."""
@@ -660,7 +685,10 @@ class Lab:
                     f"--service-cluster-ip-range={SERVICE_CIDR}", "--allow-privileged",
                     # The default reconciler publishes the advertise address as the endpoint of
                     # Service "kubernetes" and fails forever on a loopback address.
-                    "--endpoint-reconciler-type=none"]
+                    "--endpoint-reconciler-type=none",
+                    # Stop at once on SIGTERM: the v1.36.2 build of the tests otherwise keeps serving for a minute
+                    # (seen: 60 s and more, then killed), and a lab's state is not worth a graceful drain.
+                    "--shutdown-delay-duration=0s"]
         return [os.path.join(bin_dir, proc),
                 f"--kubeconfig={pki('controller-manager.kubeconfig')}",
                 f"--controllers={','.join(CONTROLLERS)}",

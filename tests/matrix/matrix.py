@@ -1,7 +1,7 @@
 """The version matrix: every ansible-core release from the lowest meta/runtime.yml declares to the newest on PyPI, each
 in a virtualenv of its own on the Python it needs, and the newest pre-release of ansible-core when there is one.
 
-    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare,awx]
+    python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare,awx,smoke]
 
 For each minor version from the declared lowest to the newest released (its newest release, on the oldest Python
 found here that it installs on; the ansible-core running this script on the Python running it):
@@ -14,8 +14,9 @@ on the newest also ``awx``: tests/integration/test_awx.py (site.yml, again and d
 in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version
 (``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on its own version, the newest, asks for the oldest
 only). The entry of the ansible-core and Python running this script skips the steps ``--covered`` names (tests/run.sh's
-unit and integration stages ran them there). The pre-release runs smoke only, and its result is reported without
-failing the matrix.
+unit, integration and molecule stages ran them there: its smoke set is what the molecule scenarios run, on the current
+Kubernetes, and the older releases run it on the oldest). The pre-release runs smoke only, and its result is reported
+without failing the matrix.
 
 The labs of the matrix run the oldest Kubernetes the collection supports, $FLEET_LAB_BIN_OLDEST (tests/setup.sh: the
 Debian build, 1.20), when it is set: the integration and molecule stages run the current one ($FLEET_LAB_BIN).
@@ -216,7 +217,7 @@ def main():
     parser.add_argument("--sanity", choices=["both", "oldest", "newest", "none"], default="both",
                         help="the versions ansible-test sanity runs on (default: the oldest and the newest)")
     parser.add_argument("--covered", default="", metavar="STEP[,STEP]",
-                        help="steps (unit, compare) the calling test run already ran on the ansible-core and Python "
+                        help="steps (unit, compare, awx, smoke) the calling test run already ran on the ansible-core and Python "
                              "running this script: not run again for that entry (tests/run.sh's unit and integration stages)")
     args = parser.parse_args()
     covered = set(filter(None, args.covered.split(",")))
@@ -261,7 +262,8 @@ def main():
         env = environment(bin_dir)
         smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py")]
         is_pre = pre is not None and version == pre[0]
-        pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
+        if not ("smoke" in covered and (version, python_version) == here):
+            pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
         if not is_pre:
             entries.append((version, python_version, bin_dir, env))
     wanted = {"both": (0, len(chosen) - 1), "oldest": (0,), "newest": (len(chosen) - 1,), "none": ()}[args.sanity]
