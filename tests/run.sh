@@ -71,7 +71,8 @@ run_stage() {
     integration)
       # Two workers, a lab each; a test file runs in one worker (its module fixtures hold for the file).
       echo "[tests] integration (lab, ${FLEET_TEST_WORKERS:-2} workers)" >&2
-      python -m pytest tests/integration -q -p no:cacheprovider -n "${FLEET_TEST_WORKERS:-2}" --dist loadfile --durations=15 ;;
+      python -m pytest tests/integration -q -p no:cacheprovider -n "${FLEET_TEST_WORKERS:-2}" --dist loadfile \
+        --no-loadscope-reorder --durations=15 ;;
     lint) echo "[tests] ansible-lint (production profile)" >&2; link_collection && ansible-lint ;;
     docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh ;;
     molecule) run_molecule ;;
