@@ -9,7 +9,8 @@ found here that it installs on; the ansible-core running this script on the Pyth
     doc         ansible-doc of every module, inventory and filter plugin
     compare     tests/integration/test_in_worker_execution.py: one playbook run with the modules on the controller and
                 as module processes, the results compared (a lab of its own)
-    smoke       tests/matrix/smoke.py: per engine, site.yml, again (changed=0), --check, detach.yml, on both paths
+    smoke       tests/matrix/smoke.py: per engine, site.yml, again (changed=0), --check, detach.yml, with the modules
+                on the controller (compare covers the module processes; the pre-release runs both paths)
 on the newest also ``awx``: tests/integration/test_awx.py (site.yml, again and detach.yml as ansible-runner jobs
 in an AWX-shaped private data directory, both engines); and ansible-test sanity on the oldest and the newest version
 (``--sanity``; tests/run.sh, whose sanity stage runs ansible-test on its own version, the newest, asks for the oldest
@@ -260,8 +261,11 @@ def main():
         bin_dir = os.path.dirname(sys.executable) if (version, python_version) == here else virtualenv(version, python)
         log("%-12s venv     %6.1f s  (Python %s, %s)" % (version, time.monotonic() - t0, python_version, bin_dir))
         env = environment(bin_dir)
-        smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py")]
         is_pre = pre is not None and version == pre[0]
+        # A released version's compare step runs the modules as module processes beside the controller path; the
+        # smoke set then needs only the controller path. The pre-release, which runs no compare step, takes both.
+        smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py")] + (
+            [] if is_pre else ["--paths", "controller"])
         if not ("smoke" in covered and (version, python_version) == here):
             pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
         if not is_pre:
