@@ -219,7 +219,7 @@ def main():
                         help="the versions ansible-test sanity runs on (default: the oldest and the newest)")
     parser.add_argument("--covered", default="", metavar="STEP[,STEP]",
                         help="steps (unit, compare, awx, smoke) the calling test run already ran on the ansible-core and Python "
-                             "running this script: not run again for that entry (tests/run.sh's unit and integration stages)")
+                             "running this script: not run again for that entry (tests/run.sh's unit, integration and molecule stages)")
     args = parser.parse_args()
     covered = set(filter(None, args.covered.split(",")))
     started = time.monotonic()
