@@ -20,7 +20,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
@@ -67,8 +67,14 @@ def _cluster_set_label_problem(engine, labels, cluster_set):
     """Inventory ``labels`` that set the engine's own cluster set label: cluster_label would put the member in one set,
     cluster_set (or, for a label removed, the hub's default set) in another, on every run. The set is cluster_set's;
     the label is let pass only with the value cluster_set names (an inventory the fleet inventory plugin built)."""
+    if not labels or not hasattr(labels, "keys"):
+        return ""
+    # Imported here, not with this plugin: every task's worker that templates a filter of this file imports it, and
+    # most of them (connection) need no engine.
+    from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+
     label = engines.get(engine).cluster_set_label if engine in engines.NAMES else None
-    if not label or not hasattr(labels, "keys") or label not in labels:
+    if not label or label not in labels:
         return ""
     value = labels[label]
     given = "labels sets %s=%s, the label that puts a cluster in a cluster set" % (label, value)

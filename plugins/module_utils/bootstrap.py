@@ -33,12 +33,6 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import client, 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-except ImportError:  # pragma: no cover - pki.require_cryptography() reports it where needed
-    pass
-
-try:
     import yaml
 except ImportError:  # pragma: no cover - pki.require_yaml() reports it where needed
     pass
@@ -261,8 +255,8 @@ def _load_certificate(cert):
     try:
         data = cert.encode("ascii") if isinstance(cert, str) else bytes(cert)
         if b"-----BEGIN" in data:
-            return x509.load_pem_x509_certificate(data)
-        return x509.load_der_x509_certificate(data)
+            return pki.x509.load_pem_x509_certificate(data)
+        return pki.x509.load_der_x509_certificate(data)
     except (ValueError, TypeError) as exc:
         raise FleetError("cannot parse the CA certificate: %s" % exc)
 
@@ -270,7 +264,7 @@ def _load_certificate(cert):
 def _pin_of(certificate):
     """Return the pin of a loaded certificate."""
     spki = certificate.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        pki.serialization.Encoding.DER, pki.serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return "sha256:" + hashlib.sha256(spki).hexdigest()
 

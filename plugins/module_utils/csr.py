@@ -23,13 +23,6 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import engines,
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR_CLIENT_AUTH, CSR_SIGNER, CSR_USAGES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-try:
-    from cryptography import x509
-    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-    from cryptography.x509.oid import NameOID
-except ImportError:  # pragma: no cover - pki.require_cryptography() reports it where needed
-    pass
-
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.
 KARMADA_RBAC_GENERATOR = karmada.RBAC_GENERATOR
 # Bootstrap tokens authenticate as system:bootstrap:<token-id> in group system:bootstrappers.
@@ -89,7 +82,7 @@ def parse(csr):
         raise FleetError("spec.request must hold exactly one PEM block CERTIFICATE REQUEST, found %s"
                          % (", ".join(blocks) or "none"))
     try:
-        return x509.load_pem_x509_csr(pem.encode("ascii"))
+        return pki.x509.load_pem_x509_csr(pem.encode("ascii"))
     except ValueError as exc:
         raise FleetError("spec.request is not a valid certificate request: %s" % exc)
 
@@ -98,9 +91,9 @@ def subject_of(request):
     """``(common_names, organizations, other_attributes)`` of a parsed request, values as strings."""
     common_names, organizations, others = [], [], []
     for attribute in request.subject:
-        if attribute.oid == NameOID.COMMON_NAME:
+        if attribute.oid == pki.NameOID.COMMON_NAME:
             common_names.append(attribute.value)
-        elif attribute.oid == NameOID.ORGANIZATION_NAME:
+        elif attribute.oid == pki.NameOID.ORGANIZATION_NAME:
             organizations.append(attribute.value)
         else:
             others.append(attribute.rfc4514_string())
@@ -158,15 +151,15 @@ def _usage_reasons(spec):
 
 def _key_reasons(request):
     key = request.public_key()
-    if isinstance(key, rsa.RSAPublicKey):
+    if isinstance(key, pki.rsa.RSAPublicKey):
         if key.key_size >= 2048:
             return []
         description = "RSA %d bits" % key.key_size
-    elif isinstance(key, ec.EllipticCurvePublicKey):
+    elif isinstance(key, pki.ec.EllipticCurvePublicKey):
         if key.curve.name in ACCEPTED_CURVES:
             return []
         description = "ECDSA on %s" % key.curve.name
-    elif isinstance(key, ed25519.Ed25519PublicKey):
+    elif isinstance(key, pki.ed25519.Ed25519PublicKey):
         return []
     else:
         description = type(key).__name__
@@ -176,11 +169,11 @@ def _key_reasons(request):
 def _extension_reasons(request):
     try:
         extensions = list(request.extensions)
-    except (ValueError, x509.DuplicateExtension) as exc:
+    except (ValueError, pki.x509.DuplicateExtension) as exc:
         return ["the requested extensions cannot be read: %s" % exc]
     reasons = []
     for extension in extensions:
-        if isinstance(extension.value, x509.SubjectAlternativeName):
+        if isinstance(extension.value, pki.x509.SubjectAlternativeName):
             names = ["%s:%s" % (_SAN_TYPES.get(type(name).__name__, type(name).__name__), name.value)
                      for name in extension.value]
             reasons.append("subject alternative names are not allowed, it asks for %s" % ", ".join(names))

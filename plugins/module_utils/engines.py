@@ -20,7 +20,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, resources, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import agents, bootstrap, client, karmada, ocm, resources, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # The agent part of an OCM agent's common name: one name, no colon.
@@ -181,7 +181,7 @@ class Engine:
         return None
 
     def read_agent(self, member):
-        """The agent of the member cluster reached at ``member``, as :func:`versions.agent_report` reports it."""
+        """The agent of the member cluster reached at ``member``, as :func:`agents.agent_report` reports it."""
         raise NotImplementedError
 
 
@@ -258,11 +258,11 @@ class KarmadaEngine(Engine):
         return reg.agent_image if reg.deploy_agent else None
 
     def read_agent(self, member):
-        return versions.karmada_agent(member)
+        return agents.karmada_agent(member)
 
     def running_agent_image(self, reg, member, runtime):
-        return versions.deployment_image(resources.get(member, resources.DEPLOYMENT, karmada.AGENT_NAME,
-                                                       karmada.AGENT_NAMESPACE))
+        return agents.deployment_image(resources.get(member, resources.DEPLOYMENT, karmada.AGENT_NAME,
+                                                     karmada.AGENT_NAMESPACE))
 
     def check_registration_options(self, params):
         if params.get("klusterlet_mode") or (params.get("registration_driver") or "csr") != "csr":
@@ -394,7 +394,7 @@ class OcmEngine(Engine):
         return versions.hub_release_of_cluster_manager(resources.get(hub, ocm.CLUSTER_MANAGER, ocm.CLUSTER_MANAGER_NAME))
 
     def read_agent(self, member):
-        return versions.ocm_agent(member)
+        return agents.ocm_agent(member)
 
     def running_agent_image(self, reg, member, runtime):
         try:
