@@ -123,7 +123,7 @@ def limited_hub_user(lab, hub):
 
 
 def test_readme_play_plans_a_join_of_every_member(lab, hub):
-    """The README's play over the lab inventory (hub credentials from hostvars), in check mode."""
+    """The cluster_join play of docs/modules.md over the lab inventory (hub credentials from hostvars), in check mode."""
     task = {"multicluster.fleet.cluster_join": {
         "kubeconfig": "{{ hostvars[groups.hub[0]].kubeconfig }}",
         "context": "{{ hostvars[groups.hub[0]].context | default(omit) }}",

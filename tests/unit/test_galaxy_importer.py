@@ -8,8 +8,8 @@ the importer checks runs: the metadata, the documentation of every plugin (ansib
 changelog, the execution environment definition and ansible-lint.
 
 galaxy.yml names no ``repository``: the collection has no public home yet, and the importer refuses metadata without
-one. The test adds one to its copy only, so that every other check runs; a publisher sets the real one (README,
-"Publishing").
+one. The test adds one to its copy only, so that every other check runs; a publisher sets the real one
+(docs/development.md, "Publishing").
 """
 
 import json
