@@ -110,12 +110,14 @@ def bootstrap_rbac(lab):
 
 
 @pytest.fixture(scope="module")
-def simulations(lab):
+def simulations(request, lab):
     """Every lab simulation (tests/lab/simulate.py) running against ``lab`` for one test module.
 
     Operators, agents and controllers play their parts only while a module that asks for this runs,
-    and start afresh for the next one (agents keep what they registered in memory).
+    and start afresh for the next one (agents keep what they registered in memory). The klusterlets of Hosted mode
+    (one per member and hosting cluster, each polling the API servers) run only for a module that sets
+    ``SIMULATE_HOSTED_KLUSTERLETS = True``.
     """
-    sims = simulate.start_all(lab)
+    sims = simulate.start_all(lab, hosted=getattr(request.module, "SIMULATE_HOSTED_KLUSTERLETS", False))
     yield sims
     simulate.stop_all(sims)

@@ -16,6 +16,8 @@ from runner import run_playbook, run_while_paused, task_result
 
 import sim_operators
 
+# The Hosted-mode test runs member2's klusterlet on member1: the simulations include the Hosted klusterlets.
+SIMULATE_HOSTED_KLUSTERLETS = True
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", re.MULTILINE)
 HUB_OPTIONS = {
     "fleet_engine": "ocm",

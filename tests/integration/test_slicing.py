@@ -30,7 +30,7 @@ def fleet(tmp_path_factory):
     """A lab of its own with four members, and the simulations of the engines' agents and controllers."""
     lab = fleet_lab.Lab(str(tmp_path_factory.mktemp("slicing-lab")))
     lab.up(CLUSTERS)
-    sims = simulate.start_all(lab)
+    sims = simulate.start_all(lab, hosted=False)  # no member registers in Hosted mode here
     try:
         yield lab
     finally:

@@ -27,6 +27,9 @@ Command line::
     python tests/lab/simulate.py --lab-dir DIR --foreground # run here until interrupted
     python tests/lab/simulate.py --lab-dir DIR --stop       # stop the background process
 
+``--without-hosted`` leaves the Hosted klusterlets out (each polls its hosting cluster): for runs in which no member
+registers in Hosted mode (the molecule scenarios, the matrix's smoke sets).
+
 The background process writes its pid to DIR/simulate.pid and its log to DIR/simulate.log.
 Starting while one runs for DIR is refused. ``--stop`` is a no-op when none runs.
 
@@ -78,9 +81,10 @@ def simulations(lab, interval=0.5, hosted=True):
     ]
 
 
-def start_all(lab, interval=0.5):
-    """Start every simulation for ``lab`` in this process; return them for :func:`stop_all`."""
-    return [s.start() for s in simulations(lab, interval)]
+def start_all(lab, interval=0.5, hosted=True):
+    """Start every simulation for ``lab`` in this process (the Hosted-mode klusterlets only if ``hosted``); return them
+    for :func:`stop_all`."""
+    return [s.start() for s in simulations(lab, interval, hosted)]
 
 
 def stop_all(sims):
@@ -107,7 +111,7 @@ def running_pid(lab_dir):
     return None
 
 
-def start_background(lab_dir, interval):
+def start_background(lab_dir, interval, hosted=True):
     """Start ``simulate.py --foreground`` detached, wait until it reports running; return its pid."""
     lab_dir = os.path.abspath(lab_dir)
     Lab.load(lab_dir)  # fail early, in this process, when there is no lab
@@ -116,8 +120,9 @@ def start_background(lab_dir, interval):
         raise LabError(f"simulations already run for {lab_dir} (pid {pid}); stop them with --stop first")
     log_path = os.path.join(lab_dir, "simulate.log")
     with open(log_path, "ab") as log:
-        child = subprocess.Popen([sys.executable, HERE, "--lab-dir", lab_dir, "--foreground", "--interval", str(interval)],
-                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        command = [sys.executable, HERE, "--lab-dir", lab_dir, "--foreground", "--interval", str(interval)]
+        child = subprocess.Popen(command + ([] if hosted else ["--without-hosted"]), stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 20
     while running_pid(lab_dir) != child.pid:
         if child.poll() is not None or time.monotonic() > deadline:
@@ -140,9 +145,9 @@ def stop_background(lab_dir, grace=10):
     return True
 
 
-def run_foreground(lab_dir, interval):
+def run_foreground(lab_dir, interval, hosted=True):
     lab = Lab.load(lab_dir)
-    sims = simulations(lab, interval)
+    sims = simulations(lab, interval, hosted)
 
     def started():
         with open(_pid_file(lab.dir), "w") as f:
@@ -158,6 +163,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--lab-dir", required=True, help="directory of a running lab (lab.py up --dir)")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between rounds (default 0.5)")
+    parser.add_argument("--without-hosted", action="store_true",
+                        help="leave out the Hosted-mode klusterlets (for runs in which no member registers in Hosted mode)")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--foreground", action="store_true", help="run in this process until interrupted")
     mode.add_argument("--stop", action="store_true", help="stop the background process of this lab")
@@ -168,8 +175,8 @@ def main(argv=None):
             print(f"[simulate] {'stopped' if stopped else 'none running'} for {args.lab_dir}", file=sys.stderr)
             return 0
         if args.foreground:
-            return run_foreground(args.lab_dir, args.interval)
-        pid = start_background(args.lab_dir, args.interval)
+            return run_foreground(args.lab_dir, args.interval, not args.without_hosted)
+        pid = start_background(args.lab_dir, args.interval, not args.without_hosted)
         print(f"[simulate] running in the background (pid {pid}); log {os.path.join(args.lab_dir, 'simulate.log')}",
               file=sys.stderr)
         return 0
