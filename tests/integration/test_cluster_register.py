@@ -109,7 +109,8 @@ def karmada_env(lab, hub_prepared, hub_api):
     """Two Karmada join tokens; hub namespace karmada-cluster and the CSRs are cleaned up afterwards."""
     existing = resources.get(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE)
     if existing and existing["metadata"].get("deletionTimestamp"):  # an earlier test's cleanup, still terminating
-        resources.wait_until_gone(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE)
+        # Kubernetes' namespace controller empties and removes it: on a busy machine that can take more than a minute.
+        resources.wait_until_gone(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE, timeout=300)
         existing = None
     had_cluster_namespace = existing is not None
     joins = [join_credentials(lab, hub_api, "karmada") for dummy in range(2)]
