@@ -39,6 +39,23 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(os.path.basename(str(item.path)), len(rank)))
 
 
+# Seconds spent in each test file (set-up, call and tear-down of its tests, module fixtures included), printed at the
+# end of the run: what LONGEST_FIRST is ordered by.
+FILE_SECONDS = {}
+
+
+def pytest_runtest_logreport(report):
+    name = os.path.basename(report.nodeid.split("::", 1)[0])
+    FILE_SECONDS[name] = FILE_SECONDS.get(name, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if FILE_SECONDS:
+        terminalreporter.write_sep("=", "seconds per test file, longest first")
+        for name, seconds in sorted(FILE_SECONDS.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line("%8.1f  %s" % (seconds, name))
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     """The running Lab: clusters hub, member1, member2; see ``Lab.clusters`` for their details."""
