@@ -60,9 +60,10 @@ run_molecule() {
   return "$status"
 }
 
-# Two lanes run side by side. The lab lane (integration, molecule, matrix) mostly waits on its labs' simulations, so
-# the processor lane (sanity, lint, docs, unit) runs beside it at the lowest CPU priority (nice 19): it takes the
-# processor time the lab lane leaves idle and gives it back as soon as the lab lane wants it. The lab lane prints as it
+# Two lanes run side by side. The lab lane (integration, molecule, matrix) leaves processor time idle while its tests
+# wait on the labs' simulations, so the processor lane (sanity, lint, docs, unit) runs beside it at the lowest CPU
+# priority (nice 19): it takes the processor time the lab lane leaves idle and gives it back as soon as the lab lane
+# wants it. The lab lane prints as it
 # goes; each processor stage says when it ends and its output follows once both lanes have ended. Every stage runs
 # even when an earlier one failed, so one run shows all failures.
 run_stage() {

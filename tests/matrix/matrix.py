@@ -270,20 +270,32 @@ def main():
         if not is_pre:
             entries.append((version, python_version, bin_dir, env))
     wanted = {"both": (0, len(chosen) - 1), "oldest": (0,), "newest": (len(chosen) - 1,), "none": ()}[args.sanity]
-    for index, (version, python_version, bin_dir, env) in enumerate(entries):
+
+    def steps(index, version, python_version, bin_dir, env):
+        """The other steps of one version, one after the other: [(label, outcome)]."""
         py = os.path.join(bin_dir, "python")
         skipped = covered if (version, python_version) == here else set()
+        done = []
         if "unit" not in skipped:
-            record(version, "unit", step("unit", [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], env))
-        record(version, "doc", doc_step(bin_dir, env))
+            done.append(("unit", step("unit", [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"], env)))
+        done.append(("doc", doc_step(bin_dir, env)))
         if "compare" not in skipped:
-            record(version, "compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
-                                                        "-q", "-p", "no:cacheprovider"], env))
+            done.append(("compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
+                                                     "-q", "-p", "no:cacheprovider"], env)))
         if index == len(chosen) - 1 and "awx" not in skipped:
-            record(version, "awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
-                                                "no:cacheprovider"], env))
+            done.append(("awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
+                                             "no:cacheprovider"], env)))
         if index in wanted:
-            record(version, "sanity", sanity_step(bin_dir, python_version, env))
+            done.append(("sanity", sanity_step(bin_dir, python_version, env)))
+        return done
+
+    # The versions' other steps side by side too (each version's in order): one version's steps alone left the
+    # processors idle at the end of the matrix. Their results are printed version by version.
+    with concurrent.futures.ThreadPoolExecutor(2) as others:
+        chains = [(entry[0], others.submit(steps, index, *entry)) for index, entry in enumerate(entries)]
+        for version, future in chains:
+            for label, outcome in future.result():
+                record(version, label, outcome)
     for version, counts, future in pending:
         record(version, "smoke", future.result(), counts)
     smokes.shutdown()
