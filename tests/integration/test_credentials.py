@@ -10,6 +10,7 @@ kubeconfig context) and as a named member: each message names that cluster and i
 """
 
 import base64
+import json
 import os
 import stat
 import sys
@@ -19,6 +20,7 @@ import pytest
 import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub as hub_setup, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from runner import ROOT, run_module, run_playbook
 from test_cluster_info import closed_port
@@ -320,8 +322,16 @@ class TestOnlyTheVariables:
             undone = run_playbook([{"hosts": "hub", "gather_facts": False, "connection": "local", "roles": [
                 {"role": "multicluster.fleet.hub_init", "hub_init_state": "absent"}]}], inventory=str(inventory), env=awx_env)
         assert undone.returncode == 0, undone.stdout[-4000:]
+        namespace = resources.get(hub_api, resources.NAMESPACE, "karmada-cluster")
+        assert namespace is None or namespace["metadata"].get("deletionTimestamp"), "the uninstall kept karmada-cluster"
         # Kubernetes' namespace controller empties and removes it: on a busy machine that took more than a minute.
-        resources.wait_until_gone(hub_api, resources.NAMESPACE, "karmada-cluster", timeout=300)
+        # When it does not, its conditions say why (content or finalizers remaining, or a discovery failure).
+        try:
+            resources.wait_until_gone(hub_api, resources.NAMESPACE, "karmada-cluster", timeout=300)
+        except WaitTimeout:
+            namespace = resources.get(hub_api, resources.NAMESPACE, "karmada-cluster") or {}
+            pytest.fail("namespace karmada-cluster is still being deleted after 300 s: %s"
+                        % json.dumps((namespace.get("status") or {}).get("conditions")))
         assert changes(before, snapshot(lab)) == {}
 
 
