@@ -109,7 +109,7 @@ def karmada_env(lab, hub_prepared, hub_api):
     """Two Karmada join tokens; hub namespace karmada-cluster and the CSRs are cleaned up afterwards."""
     existing = resources.get(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE)
     if existing and existing["metadata"].get("deletionTimestamp"):  # an earlier test's cleanup, still terminating
-        # Kubernetes' namespace controller empties and removes it: on a busy machine that can take more than a minute.
+        # Kubernetes' namespace controller empties and removes it: it has taken more than a minute in full runs.
         resources.wait_until_gone(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE, timeout=300)
         existing = None
     had_cluster_namespace = existing is not None

@@ -324,8 +324,8 @@ class TestOnlyTheVariables:
         assert undone.returncode == 0, undone.stdout[-4000:]
         namespace = resources.get(hub_api, resources.NAMESPACE, "karmada-cluster")
         assert namespace is None or namespace["metadata"].get("deletionTimestamp"), "the uninstall kept karmada-cluster"
-        # Kubernetes' namespace controller empties and removes it: on a busy machine that took more than a minute.
-        # When it does not, its conditions say why (content or finalizers remaining, or a discovery failure).
+        # Kubernetes' namespace controller empties and removes it. In full runs it has stayed past 60 s and past 300 s
+        # (not when this file runs alone); its conditions then say why (content or finalizers remaining, discovery).
         try:
             resources.wait_until_gone(hub_api, resources.NAMESPACE, "karmada-cluster", timeout=300)
         except WaitTimeout:
