@@ -280,7 +280,12 @@ def test_karmada_registration_end_to_end(lab, hub_api, karmada_env, karmada_regi
                       lambda: agent.request("POST", NAMESPACE.path(), body={"metadata": {"name": "reg-k1-probe"}})):
         status, message = status_of(forbidden)
         assert status == 403 and 'User "system:karmada:agent:reg-k1"' in message
-    # the simulated karmada-agent starts from the Secret and registers the Cluster in Pull mode
+    # the karmada-agent of a Deployment waits for it (its flags name the cluster): the Secret alone registers nothing
+    pod = SimulatedKarmadaAgent(lab, K_MEMBER)
+    pod.sync()
+    assert pod.status == "waiting for Deployment karmada-system/karmada-agent"
+    assert resources.get(hub_api, karmada.CLUSTER, K_MEMBER) is None
+    # the simulated karmada-agent started by hand starts from the Secret and registers the Cluster in Pull mode
     with SimulatedKarmadaAgent(lab, K_MEMBER, cluster_name=K_NAME) as sim:
         cluster = sim.wait_for(lambda: resources.get(hub_api, karmada.CLUSTER, K_NAME), 30, "the Pull Cluster")
     assert cluster["spec"]["syncMode"] == "Pull" and cluster["spec"]["id"] == lab.clusters[K_MEMBER]["kube_system_uid"]

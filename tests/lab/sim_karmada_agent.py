@@ -15,7 +15,9 @@ region, zones when given), and keeps its status: ``kubernetesVersion`` and condi
 missing, renewed every ``LEASE_RENEW_SECONDS``) as the real agent's cluster lease controller does. Like the real
 agent it reads its kubeconfig only at start: a changed Deployment restarts it (a new pod), with the kubeconfig the
 Secret holds then; a Secret changed under a running Deployment is not noticed (``hub_server`` is the hub URL it
-started with). Without a Deployment (the agent started by hand) a changed Secret restarts it.
+started with). Like the Deployment's pod, it does nothing while there is no Deployment (a registration writes the Secret
+before it applies the Deployment, which names the cluster), unless it was given ``cluster_name`` (an agent started by
+hand): then a changed Secret restarts it.
 
 Without the hub-side agent RBAC (ClusterRole/Binding ``system:karmada:<cluster>:agent``) it fails as
 the real agent does at start, on listing Clusters (``cannot list resource "clusters"``), and retries
@@ -49,7 +51,8 @@ LEASE_RENEW_SECONDS = 10  # a quarter of the Lease's 40 s, as the real agent ren
 
 
 class SimulatedKarmadaAgent(Simulation):
-    """karmada-agent of lab cluster ``member``, registering it as ``cluster_name`` (default: the member's name)."""
+    """karmada-agent of lab cluster ``member``, registering it as ``cluster_name`` (started by hand), else as its
+    Deployment's ``--cluster-name`` (default: the member's name)."""
 
     name = "karmada-agent"
 
@@ -91,6 +94,10 @@ class SimulatedKarmadaAgent(Simulation):
             self.status = f"waiting for Secret {AGENT_NAMESPACE}/{KUBECONFIG_SECRET}"
             return
         deployment = get_or_none(self.member, f"/apis/apps/v1/namespaces/{AGENT_NAMESPACE}/deployments/karmada-agent")
+        if deployment is None and not self.given["cluster-name"]:
+            self.started_from = None  # no pod runs: a Deployment applied later starts the agent afresh
+            self.status = f"waiting for Deployment {AGENT_NAMESPACE}/karmada-agent"
+            return
         if deployment and unpullable_images(deployment):
             self.status = "the karmada-agent image cannot be pulled (%s): the agent does not run" % unpullable_images(deployment)[0]
             return
