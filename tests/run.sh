@@ -2,10 +2,14 @@
 # The test command: sanity, ansible-lint, the documentation (antsibull-docs lint, the docsite), unit and integration tests
 # (integration against a real lab), the molecule scenarios (site.yml converge, idempotence, verify, detach on a
 # fresh lab per engine), and the version matrix (every ansible-core of meta/runtime.yml's range in a virtualenv of its
-# own: tests/matrix/matrix.py). sanity, lint, docs and unit run beside the lab stages at the lowest CPU priority (below).
+# own: tests/matrix/matrix.py). sanity, lint, docs, unit and the matrix's steps without a lab run beside the lab stages
+# at the lowest CPU priority (below).
 #
 #   bash tests/run.sh                 # everything
 #   bash tests/run.sh sanity|lint|docs|unit|integration|molecule|matrix ...   # selected stages
+#
+# The matrix runs as two stages: matrix-nolab (its unit, doc and sanity steps) beside the lab stages with sanity, lint,
+# docs and unit, and matrix-lab (compare, awx, smoke) after molecule; "matrix" names both.
 #
 # FLEET_TEST_WORKERS: pytest-xdist workers of the integration stage, each with a lab of its own (default 2).
 set -euo pipefail
@@ -14,8 +18,12 @@ setup_started=$SECONDS
 source "$root/tests/setup.sh"
 cd "$root"
 stage_times=("setup $((SECONDS - setup_started)) ok")
-stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(sanity lint docs unit integration molecule matrix)
+requested=("$@")
+[ ${#requested[@]} -gt 0 ] || requested=(sanity lint docs unit integration molecule matrix)
+stages=()
+for stage in "${requested[@]}"; do
+  if [ "$stage" = matrix ]; then stages+=(matrix-nolab matrix-lab); else stages+=("$stage"); fi
+done
 
 run_sanity() {
   # ansible-test needs the collection at ansible_collections/<namespace>/<name>; copy the tracked tree.
@@ -60,8 +68,8 @@ run_molecule() {
   return "$status"
 }
 
-# Two lanes run side by side. The lab lane (integration, molecule, matrix) leaves processor time idle while its tests
-# wait on the labs' simulations, so the processor lane (sanity, lint, docs, unit) runs beside it at the lowest CPU
+# Two lanes run side by side. The lab lane (integration, molecule, matrix-lab) leaves processor time idle while its tests
+# wait on the labs' simulations, so the processor lane (sanity, lint, docs, unit, matrix-nolab) runs beside it at the lowest CPU
 # priority (nice 19): it takes the processor time the lab lane leaves idle and gives it back as soon as the lab lane
 # wants it. The lab lane prints as it
 # goes; each processor stage says when it ends and its output follows once both lanes have ended. Every stage runs
@@ -78,11 +86,13 @@ run_stage() {
     lint) echo "[tests] ansible-lint (production profile)" >&2; link_collection && ansible-lint ;;
     docs) echo "[tests] docs: antsibull-docs lint and the docsite" >&2; bash tests/docs/build.sh ;;
     molecule) run_molecule ;;
-    matrix)
+    matrix-nolab|matrix-lab)
       # The sanity stage runs ansible-test on this virtualenv's ansible-core, the newest release: with it, the
       # matrix runs sanity on the oldest only. Likewise the unit, integration (test_in_worker_execution and test_awx:
       # the matrix's compare and awx steps) and molecule stages (site.yml, again, detach: its smoke set) run on it.
-      echo "[tests] version matrix" >&2
+      local matrix_steps=unit,doc,sanity
+      [ "$1" = matrix-nolab ] || matrix_steps=compare,awx,smoke
+      echo "[tests] version matrix: $matrix_steps" >&2
       local matrix_sanity=both other
       local matrix_covered=()
       for other in "${stages[@]}"; do
@@ -93,7 +103,8 @@ run_stage() {
           molecule) matrix_covered+=(smoke) ;;
         esac
       done
-      python tests/matrix/matrix.py --sanity "$matrix_sanity" --covered "$(IFS=,; echo "${matrix_covered[*]}")" ;;
+      python tests/matrix/matrix.py --steps "$matrix_steps" --sanity "$matrix_sanity" \
+        --covered "$(IFS=,; echo "${matrix_covered[*]}")" ;;
   esac
 }
 
@@ -111,9 +122,10 @@ run_lane() {
 lab_stages=() processor_stages=()
 for stage in "${stages[@]}"; do
   case "$stage" in
-    integration|molecule|matrix) lab_stages+=("$stage") ;;
-    sanity|lint|docs|unit) processor_stages+=("$stage") ;;
-    *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix)" >&2; exit 2 ;;
+    integration|molecule|matrix-lab) lab_stages+=("$stage") ;;
+    sanity|lint|docs|unit|matrix-nolab) processor_stages+=("$stage") ;;
+    *) echo "unknown stage: $stage (sanity, lint, docs, unit, integration, molecule, matrix, matrix-nolab, matrix-lab)" >&2
+       exit 2 ;;
   esac
 done
 lanes="$(mktemp -d)"

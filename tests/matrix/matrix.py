@@ -2,6 +2,7 @@
 in a virtualenv of its own on the Python it needs, and the newest pre-release of ansible-core when there is one.
 
     python tests/matrix/matrix.py [--only 2.21] [--sanity both|oldest|newest|none] [--covered unit,compare,awx,smoke]
+                                  [--steps unit,doc,sanity,compare,awx,smoke]
 
 For each minor version from the declared lowest to the newest released (its newest release, on the oldest Python
 found here that it installs on; the ansible-core running this script on the Python running it):
@@ -26,6 +27,9 @@ Debian build, 1.20), when it is set: the integration and molecule stages run the
 meta/runtime.yml declares a lower bound only: the newest release is whatever pip finds, so that the matrix is what
 keeps it honest.
 
+``--steps`` runs some of the steps only (default: all): tests/run.sh runs those without a lab (unit, doc, sanity) beside
+its lab stages, at the lowest CPU priority, and those with labs (compare, awx, smoke) after them.
+
 Pythons are looked for as /usr/bin/pythonX.Y and under pyenv's versions directory ($PYENV_ROOT, else ~/.pyenv);
 none is downloaded. Which versions exist (and on which Python each installs) pip tells: ``pip index versions``.
 Virtualenvs are kept under $FLEET_MATRIX_CACHE (default ~/.cache/multicluster-fleet/matrix), one per version,
@@ -34,6 +38,7 @@ reinstalled when the requirements change. Exits 1 if a step of a released versio
 
 import argparse
 import concurrent.futures
+import fcntl
 import glob
 import hashlib
 import os
@@ -54,6 +59,7 @@ SKIPPED_REQUIREMENTS = re.compile(r"^(ansible|ansible-lint|molecule)\s*([<>=!~;]
 # Pythons older than this run no ansible-core still maintained: not asked.
 OLDEST_PYTHON = (3, 10)
 PRE_RELEASE = re.compile(r"(a|b|rc)\d+$")
+STEPS = ("unit", "doc", "sanity", "compare", "awx", "smoke")
 
 
 def log(message):
@@ -140,6 +146,13 @@ def virtualenv(version, python):
     wanted = ["ansible-core==%s" % version] + requirements()
     stamp = hashlib.sha256("\n".join(wanted).encode()).hexdigest()[:16]
     directory = os.path.join(CACHE, "ansible-core-%s" % version)
+    os.makedirs(CACHE, exist_ok=True)
+    with open(directory + ".lock", "w") as lock:  # two matrix runs at once (tests/run.sh's two lanes) make it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _virtualenv(directory, wanted, stamp, version, python)
+
+
+def _virtualenv(directory, wanted, stamp, version, python):
     marker = os.path.join(directory, ".fleet-requirements")
     if os.path.exists(marker) and open(marker).read() == stamp:
         return os.path.join(directory, "bin")
@@ -221,8 +234,13 @@ def main():
     parser.add_argument("--covered", default="", metavar="STEP[,STEP]",
                         help="steps (unit, compare, awx, smoke) the calling test run already ran on the ansible-core and Python "
                              "running this script: not run again for that entry (tests/run.sh's unit, integration and molecule stages)")
+    parser.add_argument("--steps", default=",".join(STEPS), metavar="STEP[,STEP]",
+                        help="the steps to run (default: all of %s)" % ", ".join(STEPS))
     args = parser.parse_args()
     covered = set(filter(None, args.covered.split(",")))
+    run_steps = set(filter(None, args.steps.split(",")))
+    if run_steps - set(STEPS):
+        parser.error("--steps: unknown %s (known: %s)" % (", ".join(sorted(run_steps - set(STEPS))), ", ".join(STEPS)))
     started = time.monotonic()
     low = declared_lowest()
     interpreters = pythons()
@@ -256,7 +274,7 @@ def main():
 
     # Every virtualenv first, so that each smoke set starts as soon as a smoke thread is free; then the other steps.
     entries = []
-    for version, python_version, python in chosen + ([pre] if pre else []):
+    for version, python_version, python in chosen + ([pre] if pre and "smoke" in run_steps else []):
         t0 = time.monotonic()
         # The test run's own ansible-core and Python run from its own virtualenv.
         bin_dir = os.path.dirname(sys.executable) if (version, python_version) == here else virtualenv(version, python)
@@ -266,7 +284,7 @@ def main():
         # A released version's compare step runs the modules as module processes beside the controller path, so the
         # smoke sets run the controller path alone (the pre-release's too: it is reported, not failing).
         smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py"), "--paths", "controller"]
-        if not ("smoke" in covered and (version, python_version) == here):
+        if "smoke" in run_steps and not ("smoke" in covered and (version, python_version) == here):
             pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
         if not is_pre:
             entries.append((version, python_version, bin_dir, env))
@@ -275,21 +293,22 @@ def main():
     def steps(index, version, python_version, bin_dir, env):
         """The other steps of one version, one after the other: [(label, outcome)]."""
         py = os.path.join(bin_dir, "python")
-        skipped = covered if (version, python_version) == here else set()
+        skipped = (covered if (version, python_version) == here else set()) | (set(STEPS) - run_steps)
         done = []
         if "unit" not in skipped:
             unit = [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"]
             if "unit" in covered:  # the calling run's unit stage imported the artifact with galaxy-importer
                 unit.append("--ignore=tests/unit/test_galaxy_importer.py")
             done.append(("unit", step("unit", unit, env)))
-        done.append(("doc", doc_step(bin_dir, env)))
+        if "doc" not in skipped:
+            done.append(("doc", doc_step(bin_dir, env)))
         if "compare" not in skipped:
             done.append(("compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
                                                      "-q", "-p", "no:cacheprovider"], env)))
         if index == len(chosen) - 1 and "awx" not in skipped:
             done.append(("awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
                                              "no:cacheprovider"], env)))
-        if index in wanted:
+        if index in wanted and "sanity" not in skipped:
             done.append(("sanity", sanity_step(bin_dir, python_version, env)))
         return done
 
