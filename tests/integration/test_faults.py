@@ -183,8 +183,10 @@ def tokens(lab):
 
 
 def pull_args(lab, join, **extra):
+    """member2's registration with the module, as karmadactl register: the karmada-agent's Deployment too, which starts
+    the agent (simulated) that creates its Cluster."""
     return dict(auth(lab, PULL), engine="karmada", cluster_name=PULL, hub_apiserver=join["hub_apiserver"], token=join["token"],
-                ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, lab.hub), **extra)
+                ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, lab.hub), deploy_agent=True, **extra)
 
 
 def member_bookkeeping(lab, member):
