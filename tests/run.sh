@@ -68,12 +68,11 @@ run_molecule() {
   return "$status"
 }
 
-# Two lanes run side by side. The lab lane (integration, molecule, matrix-lab) leaves processor time idle while its tests
-# wait on the labs' simulations, so the processor lane (sanity, lint, docs, unit, matrix-nolab) runs beside it at the lowest CPU
-# priority (nice 19): it takes the processor time the lab lane leaves idle and gives it back as soon as the lab lane
-# wants it. The lab lane prints as it
-# goes; each processor stage says when it ends and its output follows once both lanes have ended. Every stage runs
-# even when an earlier one failed, so one run shows all failures.
+# Two lanes run side by side. The lab lane (integration, molecule, matrix-lab) leaves processor time idle while its
+# tests wait on the labs' simulations, so the processor lane (sanity, lint, docs, unit, matrix-nolab) runs beside it at
+# the lowest CPU priority (nice 19): it takes the processor time the lab lane leaves idle and gives it back as soon as
+# the lab lane wants it. The lab lane prints as it goes; each processor stage says when it ends and its output follows
+# once both lanes have ended. Every stage runs even when an earlier one failed, so one run shows all failures.
 run_stage() {
   case "$1" in
     sanity) run_sanity ;;

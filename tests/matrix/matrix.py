@@ -272,6 +272,10 @@ def main():
         elif label == "smoke":  # its steps and their times
             print("\n".join(line for line in output.splitlines() if line.startswith("[matrix]")), flush=True)
 
+    def runs(label, version, python_version):
+        """Whether step ``label`` runs for that entry: asked for (--steps), and not covered by the calling run."""
+        return label in run_steps and not (label in covered and (version, python_version) == here)
+
     # Every virtualenv first, so that each smoke set starts as soon as a smoke thread is free; then the other steps.
     entries = []
     for version, python_version, python in chosen + ([pre] if pre and "smoke" in run_steps else []):
@@ -284,7 +288,7 @@ def main():
         # A released version's compare step runs the modules as module processes beside the controller path, so the
         # smoke sets run the controller path alone (the pre-release's too: it is reported, not failing).
         smoke = [os.path.join(bin_dir, "python"), os.path.join(ROOT, "tests", "matrix", "smoke.py"), "--paths", "controller"]
-        if "smoke" in run_steps and not ("smoke" in covered and (version, python_version) == here):
+        if runs("smoke", version, python_version):
             pending.append((version, not is_pre, smokes.submit(step, "smoke", smoke, env)))
         if not is_pre:
             entries.append((version, python_version, bin_dir, env))
@@ -293,22 +297,21 @@ def main():
     def steps(index, version, python_version, bin_dir, env):
         """The other steps of one version, one after the other: [(label, outcome)]."""
         py = os.path.join(bin_dir, "python")
-        skipped = (covered if (version, python_version) == here else set()) | (set(STEPS) - run_steps)
         done = []
-        if "unit" not in skipped:
+        if runs("unit", version, python_version):
             unit = [py, "-m", "pytest", "tests/unit", "-q", "-p", "no:cacheprovider"]
             if "unit" in covered:  # the calling run's unit stage imported the artifact with galaxy-importer
                 unit.append("--ignore=tests/unit/test_galaxy_importer.py")
             done.append(("unit", step("unit", unit, env)))
-        if "doc" not in skipped:
+        if runs("doc", version, python_version):
             done.append(("doc", doc_step(bin_dir, env)))
-        if "compare" not in skipped:
+        if runs("compare", version, python_version):
             done.append(("compare", step("compare", [py, "-m", "pytest", "tests/integration/test_in_worker_execution.py",
                                                      "-q", "-p", "no:cacheprovider"], env)))
-        if index == len(chosen) - 1 and "awx" not in skipped:
+        if index == len(chosen) - 1 and runs("awx", version, python_version):
             done.append(("awx", step("awx", [py, "-m", "pytest", "tests/integration/test_awx.py", "-q", "-p",
                                              "no:cacheprovider"], env)))
-        if index in wanted and "sanity" not in skipped:
+        if index in wanted and runs("sanity", version, python_version):
             done.append(("sanity", sanity_step(bin_dir, python_version, env)))
         return done
 
