@@ -115,8 +115,8 @@ def karmada_env(lab, hub_prepared, hub_api):
     had_cluster_namespace = existing is not None
     joins = [join_credentials(lab, hub_api, "karmada") for dummy in range(2)]
     yield joins
-    for join in joins:
-        delete_token(hub_api, join)
+    for credentials in joins:
+        delete_token(hub_api, credentials)
     member = connection(auth(lab, K_MEMBER), K_MEMBER)
     delete_all([(hub_api, CSR, name, None) for name in agent_csrs(hub_api, K_NAME)]
                + [(member, NAMESPACE, karmada.AGENT_NAMESPACE, None),
