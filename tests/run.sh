@@ -49,8 +49,8 @@ link_collection() {
 }
 
 run_molecule() {
-  # The two scenarios run side by side, each on a lab of its own (they mostly wait on the lab's simulations); each
-  # one's output follows as a block once both have ended.
+  # The two scenarios run side by side, each on a lab of its own, so that one's waits on its lab overlap the other's
+  # work; each one's output follows as a block once both have ended.
   local status=0 scenario logs pids=()
   link_collection
   logs="$(mktemp -d)"

@@ -259,7 +259,7 @@ def main():
         chosen = [entry for entry in chosen if entry[0].startswith(args.only + ".")]
         pre = pre if pre and pre[0].startswith(args.only + ".") else None
     results = []  # (version, step, ok, seconds, counts)
-    # Two smoke sets (two labs each) at a time, beside the other steps: they mostly wait on the labs' simulations.
+    # Two smoke sets (two labs each) at a time, beside the other steps, so that their waits on the labs overlap work.
     smokes = concurrent.futures.ThreadPoolExecutor(2)
     pending = []
 

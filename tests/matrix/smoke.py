@@ -92,7 +92,7 @@ def main():
     args = parser.parse_args()
     link_collection()
     engines = args.engines.split(",")
-    # The engines' labs run side by side: the steps mostly wait on the lab's simulations, not on the processor.
+    # The engines' labs run side by side, so that one engine's waits on its lab overlap the other's work.
     with concurrent.futures.ThreadPoolExecutor(len(engines)) as pool:
         failures = sum(pool.map(lambda engine: smoke(engine, args.paths.split(",")), engines), [])
     for failure in failures:
