@@ -8,7 +8,8 @@ multicluster.fleet, and the lab they run against.
         ...
 
 ``lab`` attaches to the lab in ``--lab-dir`` (or ``FLEET_LAB_DIR``) when one was started there;
-otherwise it starts the clusters the benchmark needs and stops them when the block ends.
+otherwise it starts the clusters the benchmark needs (``audit``: with audit logs) and stops them when the
+block ends.
 ``timed(command, env)`` runs a command and returns its wall time and CPU time.
 """
 
@@ -36,13 +37,14 @@ def add_lab_argument(parser):
 
 
 @contextlib.contextmanager
-def lab(lab_dir, clusters):
-    """The lab in ``lab_dir`` if one was started there, else a new lab of ``clusters``, stopped at the end."""
+def lab(lab_dir, clusters, audit=False):
+    """The lab in ``lab_dir`` if one was started there, else a new lab of ``clusters`` (with audit logs if
+    ``audit``), stopped at the end."""
     if lab_dir and os.path.exists(os.path.join(lab_dir, "state.json")):
         yield Lab.load(lab_dir)
         return
     started = Lab(lab_dir or tempfile.mkdtemp(prefix="fleet-bench-"))
-    started.up(clusters)
+    started.up(clusters, audit=audit)
     try:
         yield started
     finally:

@@ -240,3 +240,28 @@ def test_up_starts_again_on_other_ports_when_one_is_taken(tmp_path, monkeypatch)
     finally:
         lab.down()
         squatter.close()
+
+
+def test_audit_logs_count_the_requests_of_one_client(tmp_path):
+    """up(audit=True): each request the API server served is one audit event, and count_requests counts those whose
+    client names itself so, by verb and resource, from where the last count ended."""
+    lab = fleet_lab.Lab(str(tmp_path / "lab"))
+    try:
+        lab.up(["solo"], audit=True)
+        log = lab.clusters["solo"]["audit_log"]
+        assert fleet_lab.Lab.load(lab.dir).audit
+        _wait(lambda: os.path.exists(log) and os.path.getsize(log) > 0, 30, "the first audit event")
+        start = fleet_lab.count_requests(log, "multicluster.fleet")[1]
+        api = lab.api("solo")
+        headers = {"User-Agent": "multicluster.fleet"}
+        api.request("GET", "/api/v1/namespaces/default", headers=headers)
+        api.request("GET", "/api/v1/namespaces/kube-system/configmaps", headers=headers)
+        api.request("GET", "/api/v1/namespaces/default")  # another client: not counted
+
+        def both_logged():
+            counts = fleet_lab.count_requests(log, "multicluster.fleet", start)[0]
+            return counts if sum(counts.values()) == 2 else None
+
+        assert _wait(both_logged, 30, "two audit events of the client") == {"get namespaces": 1, "list configmaps": 1}
+    finally:
+        lab.down()

@@ -9,7 +9,7 @@ also serves the Karmada and OCM custom resources (CRDs from crds/); no engine co
 
 Command line::
 
-    lab.py up     --dir DIR [--clusters hub,member1,member2] [--engine karmada|ocm] [--timeout S]
+    lab.py up     --dir DIR [--clusters hub,member1,member2] [--engine karmada|ocm] [--timeout S] [--audit]
     lab.py status --dir DIR
     lab.py down   --dir DIR
 
@@ -24,12 +24,15 @@ Python::
     Lab.load(directory)                       # attach to a lab started elsewhere
 
 DIR receives <cluster>.kubeconfig (admin, group system:masters), inventory.yml, state.json and one
-directory per cluster holding its PKI, etcd data and process logs. Only stdlib, cryptography and
-PyYAML are used.
+directory per cluster holding its PKI, etcd data and process logs. With ``--audit`` (``up(audit=True)``)
+each API server also writes an audit log, one JSON line per request (``audit.log`` in the cluster's
+directory, ``Lab.clusters[name]["audit_log"]``); ``count_requests`` counts those of one client. Only
+stdlib, cryptography and PyYAML are used.
 """
 
 import argparse
 import base64
+import collections
 import datetime
 import functools
 import http.client
@@ -65,6 +68,10 @@ DEFAULT_TIMEOUT = 180
 PORT_ATTEMPTS = 3
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 SERVICE_CIDR = "10.0.0.0/24"
+# up(audit=True): one audit event per request, written when the response is complete (a watch: when it ends), with the
+# request's metadata only.
+AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived", "ResponseStarted"],
+                "rules": [{"level": "Metadata"}]}
 CONTROLLERS = (
     "bootstrapsigner", "tokencleaner", "csrsigning", "csrapproving", "csrcleaner", "namespace",
     "garbagecollector", "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher",
@@ -314,6 +321,26 @@ class ApiClient:
         return True
 
 
+def count_requests(path, user_agent, offset=0):
+    """Count the requests of the audit log ``path`` from byte ``offset`` on whose client named itself ``user_agent``
+    (its User-Agent header, up to the first space or slash); ``(Counter of "verb resource", end offset)``.
+
+    A line the API server is still writing (no newline yet) is left for the next call.
+    """
+    counts = collections.Counter()
+    with open(path, "rb") as log:
+        log.seek(offset)
+        for line in log:
+            if not line.endswith(b"\n"):
+                break
+            offset += len(line)
+            event = json.loads(line)
+            if re.split(r"[ /]", event.get("userAgent", ""), maxsplit=1)[0] == user_agent:
+                resource = event.get("objectRef", {}).get("resource") or event.get("requestURI", "").split("?")[0]
+                counts["%s %s" % (event["verb"], resource)] += 1
+    return counts, offset
+
+
 def wait_for(check, timeout, what, interval=0.25):
     """Call ``check()`` until it returns a true value, which is returned.
 
@@ -510,6 +537,7 @@ class Lab:
         self.hub = None
         self.engine = None
         self.version = None            # Kubernetes version of the binaries, "v1.36.2"
+        self.audit = False             # whether the API servers write audit logs
         self._children = {}            # pid -> Popen, for processes this Python process started
         self._lock = threading.Lock()  # guards state.json writes from the start threads
         self._abort = threading.Event()
@@ -525,6 +553,7 @@ class Lab:
             raise LabError(f"no lab in {lab.dir} (state.json missing); run: lab.py up --dir {lab.dir}") from None
         lab.clusters, lab.hub, lab.engine = state["clusters"], state["hub"], state["engine"]
         lab.version = state.get("version")
+        lab.audit = state.get("audit", False)
         return lab
 
     def api(self, name):
@@ -533,12 +562,13 @@ class Lab:
 
     # -- up ----------------------------------------------------------------------------------------
 
-    def up(self, names=DEFAULT_CLUSTERS, engine="karmada", timeout=DEFAULT_TIMEOUT):
+    def up(self, names=DEFAULT_CLUSTERS, engine="karmada", timeout=DEFAULT_TIMEOUT, audit=False):
         """Start the clusters ``names`` in parallel, install the CRDs on the hub, write DIR.
 
         The hub is the cluster named ``hub`` or else the first one. ``timeout`` bounds each
-        cluster's start. On any failure the logs of the failing cluster are printed, everything
-        started is stopped and LabError is raised.
+        cluster's start. With ``audit`` every API server logs each request it served (AUDIT_POLICY).
+        On any failure the logs of the failing cluster are printed, everything started is stopped
+        and LabError is raised.
         """
         names = list(names)
         if not names or len(set(names)) != len(names) or not all(NAME_RE.match(n) for n in names):
@@ -553,7 +583,10 @@ class Lab:
         self.version = version_text(binary_version(bin_dir))
         self.hub = "hub" if "hub" in names else names[0]
         self.engine = engine
+        self.audit = audit
         os.makedirs(self.dir, exist_ok=True)
+        if audit:
+            _write(os.path.join(self.dir, "audit-policy.yaml"), yaml.safe_dump(AUDIT_POLICY), mode=0o644)
         started = time.monotonic()
         # Ports are chosen free, then released for the processes to bind: a lab starting beside this one, or an
         # outgoing connection, can take one in between. Start again on other ports then.
@@ -647,6 +680,7 @@ class Lab:
             "admin_key": os.path.join(pki, "admin.key"),
             "kubeconfig": kubeconfig,
             "logs": {proc: os.path.join(cdir, proc + ".log") for proc in PROCESSES},
+            "audit_log": os.path.join(cdir, "audit.log") if self.audit else None,
             "kube_system_uid": None,
         }
 
@@ -688,7 +722,9 @@ class Lab:
                     "--endpoint-reconciler-type=none",
                     # Stop at once on SIGTERM: the v1.36.2 build of the tests otherwise keeps serving for a minute
                     # (seen: 60 s and more, then killed), and a lab's state is not worth a graceful drain.
-                    "--shutdown-delay-duration=0s"]
+                    "--shutdown-delay-duration=0s",
+                    *([f"--audit-policy-file={os.path.join(self.dir, 'audit-policy.yaml')}",
+                       f"--audit-log-path={info['audit_log']}", "--audit-log-format=json"] if info["audit_log"] else [])]
         return [os.path.join(bin_dir, proc),
                 f"--kubeconfig={pki('controller-manager.kubeconfig')}",
                 f"--controllers={','.join(CONTROLLERS)}",
@@ -770,7 +806,7 @@ class Lab:
     def _save(self):
         """Write state.json."""
         state = {"dir": self.dir, "hub": self.hub, "engine": self.engine, "version": self.version,
-                 "inventory": self.inventory, "clusters": self.clusters}
+                 "audit": self.audit, "inventory": self.inventory, "clusters": self.clusters}
         _write(self.state_file, json.dumps(state, indent=2) + "\n", mode=0o644)
 
     # -- down and status ---------------------------------------------------------------------------
@@ -882,6 +918,8 @@ def main(argv=None):
                     help="comma-separated cluster names; 'hub' (else the first) is the hub (default: %(default)s)")
     up.add_argument("--engine", choices=ENGINES, default="karmada", help="fleet_engine in the inventory")
     up.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds allowed per cluster start")
+    up.add_argument("--audit", action="store_true",
+                    help="every API server logs each request it served to audit.log in its cluster's directory")
     sub.add_parser("down", help="stop every lab process (logs stay)")
     sub.add_parser("status", help="show each cluster, its URL and whether it answers")
     for p in sub.choices.values():
@@ -891,7 +929,7 @@ def main(argv=None):
     try:
         if args.command == "up":
             lab = Lab(args.dir).up([n for n in args.clusters.split(",") if n], engine=args.engine,
-                                   timeout=args.timeout)
+                                   timeout=args.timeout, audit=args.audit)
             for name, info in lab.clusters.items():
                 print(f"{name}\t{info['server']}\t{info['kubeconfig']}")
             print(f"kubernetes\t{lab.version}")
