@@ -29,9 +29,9 @@ import simulate  # noqa: E402
 # --dist loadfile and --no-loadscope-reorder (tests/run.sh), pytest-xdist hands whole files to the workers in collection
 # order: the long ones go first, so that no worker starts one while the other has finished everything else. (Without
 # that option it orders files by their number of tests, and the two-test test_slicing.py came last.)
-LONGEST_FIRST = ("test_site.py", "test_slicing.py", "test_upgrade.py", "test_faults.py", "test_bad_input.py",
-                 "test_diagnose.py", "test_rebootstrap.py", "test_awx.py", "test_prune.py", "test_hub_isolation.py",
-                 "test_local_cluster.py", "test_versions.py")
+LONGEST_FIRST = ("test_site.py", "test_upgrade.py", "test_faults.py", "test_slicing.py", "test_bad_input.py",
+                 "test_prune.py", "test_hub_isolation.py", "test_diagnose.py", "test_rebootstrap.py", "test_local_cluster.py",
+                 "test_awx.py", "test_versions.py", "test_cluster_register.py", "test_roles.py")
 
 
 def pytest_collection_modifyitems(items):
