@@ -1,4 +1,4 @@
-"""Wall time and controller CPU of playbooks/site.yml for fleets of 1 to 16 lab members, per engine.
+"""Wall time, controller CPU and API requests of playbooks/site.yml for fleets of 1 to 32 lab members, per engine.
 
 For each engine and size N, writes an inventory of the lab hub and its first N members (members
 alternate push and pull as in the lab's inventory; OCM members all register by pull), starts the lab
@@ -15,6 +15,10 @@ simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
   forked from the task's worker, where the collection's action plugin runs the module on the controller, or the
   module process ansible-core starts;
 - the tasks per member that ran (not skipped), controller-side ones included;
+- the API requests the collection made per member, on the hub and on the members, counted from the API servers'
+  audit logs (requests whose User-Agent is the collection's client's, ``multicluster.fleet``); ``--requests`` prints
+  them by verb and resource for the largest run. A lab started by the benchmark writes audit logs; one given with
+  ``--lab-dir`` must have been started with ``lab.py up --audit`` for these columns;
 - where the CPU of a member's tasks goes: its module processes (with the commands the connection runs) and the
   workers Ansible forks per task and host (templating, action plugins, the module payload), per member, as each
   worker reports it to the same callback. The rest of the CPU is the ansible-playbook process (``proc s``) and
@@ -24,7 +28,7 @@ After each run, playbooks/detach.yml (not timed) takes the fleet apart again, th
 included, so every site.yml run registers from scratch. ``--tasks`` prints the task list of one
 push and one pull member of the largest run.
 
-    python tests/benchmarks/fleet.py [--sizes 1,2,4,8,16] [--engines karmada,ocm] [--tasks] [--lab-dir DIR]
+    python tests/benchmarks/fleet.py [--sizes 1,8,16,32] [--engines karmada,ocm] [--tasks] [--requests] [--lab-dir DIR]
 
 Uses the lab in ``--lab-dir`` (or ``FLEET_LAB_DIR``) when it runs (it needs at least as many members
 as the largest size; one lab serves both engines, its hub has both engines' CRDs); otherwise starts
@@ -46,9 +50,10 @@ import yaml
 
 import benchlab
 import simulate
-from lab import Lab
+from lab import Lab, count_requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+USER_AGENT = "multicluster.fleet"  # the User-Agent of the collection's client (plugins/module_utils/client.py)
 PLAYBOOKS = os.path.join(benchlab.ROOT, "playbooks")
 # Actions Ansible carries out in the controller process without starting a module.
 CONTROLLER_ACTIONS = frozenset(
@@ -64,6 +69,8 @@ LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-memb
              and of the workers forked for its tasks (skipped ones included); the rest of CPU s is proc s and the hub
   modules/mbr, tasks/mbr, skip/mbr: per member, the module runs (retries included), the tasks
              run (controller-side ones included) and the tasks skipped
+  hub req/mbr, mbr req/mbr: per member, the API requests of the collection's client on the hub and on the members
+             (- when the lab writes no audit logs)
   sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
 
 
@@ -149,6 +156,28 @@ def print_tasks(events, workers, host, mode):
     print("    %3d %5s + %4.2f   tasks skipped" % (len(skipped), "", sum(skipped)))
 
 
+def audit_offsets(lab, clusters):
+    """Where each cluster's audit log ends now: ``{cluster: offset}`` (empty when the lab writes no audit logs)."""
+    return dict((name, os.path.getsize(lab.clusters[name]["audit_log"])) for name in clusters
+                if lab.clusters[name].get("audit_log"))
+
+
+def requests_since(lab, offsets):
+    """The collection's requests on each cluster since ``offsets``: ``{cluster: Counter("verb resource")}``."""
+    return dict((name, count_requests(lab.clusters[name]["audit_log"], USER_AGENT, offset)[0])
+                for name, offset in offsets.items())
+
+
+def print_requests(requests, hub, members):
+    print("\n  API requests of the collection per member in the largest run, by verb and resource:")
+    for side, clusters in (("hub", [hub]), ("members", members)):
+        total = collections.Counter()
+        for name in clusters:
+            total.update(requests[name])
+        for key, count in sorted(total.items(), key=lambda item: (-item[1], item[0])):
+            print("    %-8s %6.2f  %s" % (side, count / float(len(members)), key))
+
+
 def keep(directory, name, output):
     with open(os.path.join(directory, name), "w") as handle:
         handle.write(output)
@@ -167,9 +196,11 @@ def measure(lab, engine, size, tmp):
     task_log = os.path.join(tmp, "tasks-%s-%d.jsonl" % (engine, size))
     sims = [sim.start() for sim in simulations(lab.dir, members)]
     before = resource.getrusage(resource.RUSAGE_SELF)
+    offsets = audit_offsets(lab, [lab.hub] + members)
     try:
         seconds, cpu, returncode, output = run_playbook("site.yml", path, size + 1, task_log)
         after = resource.getrusage(resource.RUSAGE_SELF)
+        requests = requests_since(lab, offsets)
         keep(tmp, "site-%s-%d.log" % (engine, size), output)
         if returncode != 0:
             raise SystemExit("site.yml with %d %s members failed (rc %d):\n%s" % (size, engine, returncode, output[-4000:]))
@@ -187,14 +218,18 @@ def measure(lab, engine, size, tmp):
     return {"seconds": seconds, "cpu": cpu, "process_cpu": process_cpu, "members": members, "events": events,
             "workers": workers, "module_cpu": module_cpu / size, "worker_cpu": own_cpu / size, "modules": modules, "tasks": tasks,
             "skipped": skipped, "hub_modules": len([e for e in events if e["host"] not in members and runs_module(e)]),
-            "sims_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime}
+            "sims_cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, "requests": requests,
+            "hub_requests": sum(requests[lab.hub].values()) / float(size) if requests else None,
+            "member_requests": sum(sum(requests[name].values()) for name in members) / float(size) if requests else None}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("--sizes", default="1,2,4,8,16", help="comma-separated member counts (default 1,2,4,8,16)")
+    parser.add_argument("--sizes", default="1,8,16,32", help="comma-separated member counts (default 1,8,16,32)")
     parser.add_argument("--engines", default="karmada,ocm", help="comma-separated engines (default karmada,ocm)")
     parser.add_argument("--tasks", action="store_true", help="print the task list of a push and a pull member of the largest run")
+    parser.add_argument("--requests", action="store_true",
+                        help="print the API requests per member of the largest run, by verb and resource")
     parser.add_argument("--keep", metavar="DIR", help="keep the inventories, task logs and playbook outputs in DIR")
     benchlab.add_lab_argument(parser)
     args = parser.parse_args()
@@ -202,32 +237,36 @@ def main():
     engines = [engine for engine in args.engines.split(",") if engine]
 
     clusters = ["hub"] + ["member%d" % index for index in range(1, sizes[-1] + 1)]
-    with benchlab.lab(args.lab_dir, clusters) as lab, tempfile.TemporaryDirectory() as scratch:
+    with benchlab.lab(args.lab_dir, clusters, audit=True) as lab, tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or scratch
         os.makedirs(tmp, exist_ok=True)
         print("site.yml per fleet size, forks = members + 1 (hub %s, %d CPUs, load %s)"
               % (lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
         print(LEGEND)
         for engine in engines:
-            print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %11s %11s %9s %9s %8s" % (
+            print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %11s %11s %9s %9s %11s %11s %8s" % (
                 engine, "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "proc s", "mod CPU/mbr",
-                "wrk CPU/mbr", "modules/mbr", "tasks/mbr", "skip/mbr", "sims CPU"))
+                "wrk CPU/mbr", "modules/mbr", "tasks/mbr", "skip/mbr", "hub req/mbr", "mbr req/mbr", "sims CPU"))
             first = None
             for size in sizes:
                 figures = measure(lab, engine, size, tmp)
                 first = first or dict(figures, size=size)
                 ratio = "%7.2f" % (figures["seconds"] / first["seconds"]) if first["size"] == 1 else "%7s" % "-"
                 added = "%9.2f" % ((figures["cpu"] - first["cpu"]) / (size - first["size"])) if size > first["size"] else "%9s" % "-"
-                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.2f %11.2f %11.1f %9.1f %9.1f %8.1f" % (
+                requests = ["%11s" % "-" if figures[key] is None else "%11.1f" % figures[key]
+                            for key in ("hub_requests", "member_requests")]
+                print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.2f %11.2f %11.1f %9.1f %9.1f %s %s %8.1f" % (
                     "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["process_cpu"],
                     figures["module_cpu"], figures["worker_cpu"], figures["modules"], figures["tasks"], figures["skipped"],
-                    figures["sims_cpu"]), flush=True)
+                    requests[0], requests[1], figures["sims_cpu"]), flush=True)
                 last = figures
             print("  hub: %d module runs in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
             if args.tasks:
                 for host in last["members"][:2]:
                     mode = "pull" if engine == "ocm" or last["members"].index(host) % 2 else "push"
                     print_tasks(last["events"], last["workers"], host, mode)
+            if args.requests and last["requests"]:
+                print_requests(last["requests"], lab.hub, last["members"])
 
 
 if __name__ == "__main__":
