@@ -259,8 +259,9 @@ def main():
         chosen = [entry for entry in chosen if entry[0].startswith(args.only + ".")]
         pre = pre if pre and pre[0].startswith(args.only + ".") else None
     results = []  # (version, step, ok, seconds, counts)
-    # Two smoke sets (two labs each) at a time, beside the other steps, so that their waits on the labs overlap work.
-    smokes = concurrent.futures.ThreadPoolExecutor(2)
+    # One smoke set (two labs) at a time, beside the other steps: six labs at once spent the processors on keeping the
+    # labs alive (about 0.15 cores each when idle) and made every step several times slower.
+    smokes = concurrent.futures.ThreadPoolExecutor(1)
     pending = []
 
     def record(version, label, outcome, counts=True):
