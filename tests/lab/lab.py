@@ -533,6 +533,7 @@ class Lab:
         self.dir = os.path.abspath(directory)
         self.state_file = os.path.join(self.dir, "state.json")
         self.inventory = os.path.join(self.dir, "inventory.yml")
+        self.audit_policy = os.path.join(self.dir, "audit-policy.yaml")  # AUDIT_POLICY, written by up(audit=True)
         self.clusters = {}
         self.hub = None
         self.engine = None
@@ -586,7 +587,7 @@ class Lab:
         self.audit = audit
         os.makedirs(self.dir, exist_ok=True)
         if audit:
-            _write(os.path.join(self.dir, "audit-policy.yaml"), yaml.safe_dump(AUDIT_POLICY), mode=0o644)
+            _write(self.audit_policy, yaml.safe_dump(AUDIT_POLICY), mode=0o644)
         started = time.monotonic()
         # Ports are chosen free, then released for the processes to bind: a lab starting beside this one, or an
         # outgoing connection, can take one in between. Start again on other ports then.
@@ -723,7 +724,7 @@ class Lab:
                     # Stop at once on SIGTERM: the v1.36.2 build of the tests otherwise keeps serving for a minute
                     # (seen: 60 s and more, then killed), and a lab's state is not worth a graceful drain.
                     "--shutdown-delay-duration=0s",
-                    *([f"--audit-policy-file={os.path.join(self.dir, 'audit-policy.yaml')}",
+                    *([f"--audit-policy-file={self.audit_policy}",
                        f"--audit-log-path={info['audit_log']}", "--audit-log-format=json"] if info["audit_log"] else [])]
         return [os.path.join(bin_dir, proc),
                 f"--kubeconfig={pki('controller-manager.kubeconfig')}",
