@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
 
 import lab as fleet_lab
+import sim_base
 
 CLUSTERS = fleet_lab.DEFAULT_CLUSTERS
 # CRD name -> (group, version, plural, kind, scope, printer columns as `kubectl get` shows them)
@@ -265,3 +266,64 @@ def test_audit_logs_count_the_requests_of_one_client(tmp_path):
         assert _wait(both_logged, 30, "two audit events of the client") == {"get namespaces": 1, "list configmaps": 1}
     finally:
         lab.down()
+
+
+def test_a_write_moves_the_revision_of_its_server(lab):
+    """sim_base.Revision: the number the simulations compare moves with any write on the server."""
+    api = lab.api(lab.hub)
+    revision = sim_base.Revision(api, max_age=0)
+    before = revision.current()
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fleet-test-revision"}, "data": {}}
+    api.post("/api/v1/namespaces/default/configmaps", configmap)
+    try:
+        assert before is not None and int(revision.current()) > int(before)
+    finally:
+        api.delete("/api/v1/namespaces/default/configmaps/fleet-test-revision")
+
+
+def test_a_simulation_passes_when_the_servers_it_reads_change():
+    """With revisions, a simulation passes once, then not while they stay (for up to RESYNC_SECONDS), again once one
+    moves or does not answer, and after resume(); without, on every tick."""
+    passes = []
+
+    class Counting(sim_base.Simulation):
+        name = "counting"
+        RESYNC_SECONDS = 3600
+
+        def sync(self):
+            passes.append(True)
+
+    class Server:
+        version = "1"
+
+        def get(self, _path):
+            if self.version is None:
+                raise fleet_lab.LabError("not answering")
+            return {"metadata": {"resourceVersion": self.version}}
+
+    server = Server()
+    gated = Counting()
+    gated.revisions = [sim_base.Revision(server, max_age=0)]
+    for _round in range(3):
+        gated._pass()
+    assert len(passes) == 1
+    server.version = "2"
+    gated._pass()
+    gated._pass()
+    assert len(passes) == 2
+    server.version = None
+    gated._pass()
+    gated._pass()
+    assert len(passes) == 4
+    server.version = "2"
+    gated._pass()
+    gated._pass()
+    assert len(passes) == 5
+    gated.pause()
+    gated.resume()
+    gated._pass()
+    assert len(passes) == 6
+    ungated = Counting()
+    for _round in range(3):
+        ungated._pass()
+    assert len(passes) == 9

@@ -73,16 +73,23 @@ def get_or_none(api, path):
 
 
 def apply(api, collection, body):
-    """Create ``body`` in ``collection``, or replace an existing object's fields with those of ``body``."""
+    """Create ``body`` in ``collection``, or replace an existing object's fields with those of ``body``.
+
+    Read first, as the engines' resourceapply does (from their informers): a pass that finds everything in place writes
+    nothing. Labels the body names are set and the others kept: the API server adds some of its own
+    (``kubernetes.io/metadata.name`` on a Namespace from 1.21 on), and replacing them would write on every pass."""
     name = body["metadata"]["name"]
-    try:
-        return api.post(collection, body)
-    except lab.ApiError as e:
-        if e.status != 409:
-            raise
-    current = api.get(f"{collection}/{name}")
+    current = get_or_none(api, f"{collection}/{name}")
+    if current is None:
+        try:
+            return api.post(collection, body)
+        except lab.ApiError as e:
+            if e.status != 409:
+                raise
+        current = api.get(f"{collection}/{name}")
     merged = dict(current, **{k: v for k, v in body.items() if k != "metadata"})
-    merged["metadata"] = dict(current["metadata"], labels=body["metadata"].get("labels") or current["metadata"].get("labels"))
+    labels = dict(current["metadata"].get("labels") or {}, **(body["metadata"].get("labels") or {}))
+    merged["metadata"] = dict(current["metadata"], **({"labels": labels} if labels else {}))
     if merged == current:
         return current
     return api.put(f"{collection}/{name}", merged)
@@ -129,23 +136,57 @@ class AgentClient(lab.ApiClient):
         return super().request(method, path, body, headers=headers, content_type=content_type)
 
 
+class Revision:
+    """The etcd revision of one API server: a number that moves whenever any object there changes (a list's
+    ``resourceVersion``). Read at most every ``max_age`` seconds and shared by the simulations that hold it, so that
+    their passes cost one read between them; None while the server does not answer.
+    """
+
+    PROBE = "/api/v1/namespaces/default/resourcequotas?limit=1"
+
+    def __init__(self, client, max_age=0.25):
+        self._client = client
+        self._max_age = max_age
+        self._lock = threading.Lock()
+        self._value = None
+        self._read_at = None
+
+    def current(self):
+        with self._lock:
+            if self._read_at is None or time.monotonic() - self._read_at >= self._max_age:
+                try:
+                    self._value = self._client.get(self.PROBE)["metadata"]["resourceVersion"]
+                except (OSError, http.client.HTTPException, lab.LabError):
+                    self._value = None
+                self._read_at = time.monotonic()
+            return self._value
+
+
 class Simulation:
     """A polling loop in a thread: ``sync()`` every ``interval`` seconds until ``stop()``; ``pause()`` holds it
     (a controller or agent that is down) until ``resume()``.
+
+    With ``revisions`` (the :class:`Revision` of each server it reads), a pass runs only when one of them moved since
+    the last good pass, or ``RESYNC_SECONDS`` after it: as a controller acts on its informers' events and resyncs them,
+    rather than reading everything on every tick. What a simulation does on a clock (lease renewals and expiry) or on
+    what is not in the API (a proxy that cuts it off) waits at most that long.
 
     ``status`` says what the simulation last did or waits for; ``error`` is the last failure of a
     ``sync`` (None after a good one), as a real agent would log it before retrying.
     """
 
     name = "simulation"
+    RESYNC_SECONDS = 3.0
 
     def __init__(self, interval=1.0):
         self.interval = interval
+        self.revisions = ()
         self.status = "starting"
         self.error = None
         self._workdir = None
         self._stop = threading.Event()
         self._paused = False
+        self._synced = None  # (revisions at the start of the last good pass, its monotonic time)
         self._syncing = threading.Lock()  # held for each sync, so pause() returns only once none runs
         self._thread = None
 
@@ -178,6 +219,7 @@ class Simulation:
             self.status = "paused"
 
     def resume(self):
+        self._synced = None  # a controller that starts again lists everything
         self._paused = False
 
     def __enter__(self):
@@ -190,12 +232,24 @@ class Simulation:
         while not self._stop.is_set():
             with self._syncing:
                 if not self._paused:
-                    try:
-                        self.sync()
-                        self.error = None
-                    except (OSError, http.client.HTTPException, lab.LabError) as e:
-                        self.error = str(e)
+                    self._pass()
             self._stop.wait(self.interval)
+
+    def _pass(self):
+        seen = tuple(revision.current() for revision in self.revisions)
+        if not seen or None in seen:
+            seen = None
+        if (seen is not None and self._synced is not None and self._synced[0] == seen
+                and time.monotonic() - self._synced[1] < self.RESYNC_SECONDS):
+            return
+        started = time.monotonic()
+        try:
+            self.sync()
+            self.error = None
+            self._synced = (seen, started) if seen is not None else None
+        except (OSError, http.client.HTTPException, lab.LabError) as e:
+            self.error = str(e)
+            self._synced = None
 
     def wait_for(self, check, timeout, what):
         """Poll ``check()`` until true (returned); LabError naming ``what``, the status and last error otherwise."""

@@ -295,8 +295,9 @@ class OperatorSimulation(ApiSimulation):
         return self.finalizer
 
     def ensure_namespace(self, name):
-        create_if_missing(self.api, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                           "metadata": {"name": name}})
+        if get_or_none(self.api, f"/api/v1/namespaces/{name}") is None:
+            create_if_missing(self.api, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                               "metadata": {"name": name}})
 
     def ensure_deployment(self, namespace, name, image, args, resources=None):
         """Create the operand Deployment, or update it when what this operator wants changed; return it as stored.

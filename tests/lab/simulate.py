@@ -54,7 +54,7 @@ import sim_klusterlet
 import sim_operators
 import sim_work_agent
 from lab import ApiClient, Lab, LabError
-from sim_base import run_until_signalled
+from sim_base import Revision, run_until_signalled
 
 HERE = os.path.abspath(__file__)
 
@@ -70,7 +70,7 @@ def simulations(lab, interval=0.5, hosted=True):
             agents += [sim_klusterlet.SimulatedKlusterlet(lab, member, hosting=hosting) for hosting in lab.clusters if hosting != member]
     agents.append(sim_klusterlet.SimulatedKlusterlet(lab, lab.hub))
     served = dict((member, lab.clusters[member]) for member in members)
-    return sim_operators.simulations_for(lab, interval) + agents + [
+    sims = sim_operators.simulations_for(lab, interval) + agents + [
         sim_karmada.ClusterStatusSimulation(hub),
         sim_klusterlet.SimulatedRegistrationController(lab, members, learn_from=list(lab.clusters)),
         sim_work_agent.WorkAgent(lab.clusters[lab.hub], "ocm", served),
@@ -79,6 +79,13 @@ def simulations(lab, interval=0.5, hosted=True):
         sim_addon.PlacementController(hub, interval),
         sim_addon.AddOnManager(hub, interval),
     ]
+    # Each passes when something changed on the servers it reads (or to resync), not on every tick
+    # (sim_base.Simulation): an operator reads its own cluster, the others the whole lab.
+    revisions = dict((info["server"], Revision(ApiClient.for_cluster(info))) for info in lab.clusters.values())
+    for sim in sims:
+        local = isinstance(sim, sim_operators.ApiSimulation)
+        sim.revisions = [revisions[sim.api.server]] if local else list(revisions.values())
+    return sims
 
 
 def start_all(lab, interval=0.5, hosted=True):
