@@ -81,8 +81,28 @@ UNUSED = frozenset((
 ))
 
 
+def module_of(action):
+    """The name of the module an action plugin of the collection runs: the plugin's name under plugins.modules."""
+    return action.replace(".plugins.action.", ".plugins.modules.")
+
+
 class ModuleInWorkerAction(NormalAction):
     """Runs the task's module in a child of the worker where it would run on the controller with its Python."""
+
+    def __init_subclass__(cls, **kwargs):
+        """Loads the module with its action plugin, once per process.
+
+        The collection loader compiles a collection's Python from source in each process that imports it, and
+        ansible-core forks a worker per task: a module first imported in the worker is compiled again for every task.
+        ansible-core's strategies load an action plugin's class in the controller's main process before they fork the
+        task's worker, so the worker starts with the module and its module_utils compiled. Where it cannot be loaded,
+        ``_controller_plan`` says why on the task that needs it.
+        """
+        super(ModuleInWorkerAction, cls).__init_subclass__(**kwargs)
+        try:
+            importlib.import_module(module_of(cls.__module__))
+        except ImportError:
+            pass
 
     def run(self, tmp=None, task_vars=None):
         """The module's result; of a task retried with ``until``, changed when an earlier attempt changed something.
@@ -145,7 +165,7 @@ class ModuleInWorkerAction(NormalAction):
 
     def _controller_plan(self, module_args, task_vars):
         """``((module, params, internal), None)`` to run on the controller, or ``(None, reason)``."""
-        name = type(self).__module__.replace(".plugins.action.", ".plugins.modules.")
+        name = module_of(type(self).__module__)
         try:
             module = importlib.import_module(name)
         except ImportError as exc:
