@@ -22,6 +22,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab"))
 
 import lab as fleet_lab  # noqa: E402  (tests/lab is not a package)
+import labstate  # noqa: E402
 import simulate  # noqa: E402
 
 
@@ -75,6 +76,17 @@ def lab(tmp_path_factory):
         yield started
     finally:
         started.down()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def settled_lab(lab):
+    """Each test file starts once no namespace an earlier file deleted is still being deleted: the namespace controller
+    takes seconds to empty one (about 5 s on Kubernetes 1.36), and the API server refuses to create anything in it
+    meanwhile."""
+    for name, info in lab.clusters.items():
+        api = fleet_lab.ApiClient.for_cluster(info)
+        fleet_lab.wait_for(lambda: labstate.settled_namespaces(api), labstate.TERMINATING_TIMEOUT,
+                           "%s: namespaces an earlier test file deleted to be gone" % name)
 
 
 # What hub_init sets up for bootstrap identities (docs/architecture.md 4.1, 4.5), created here as test setup under
