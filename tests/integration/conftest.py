@@ -84,9 +84,7 @@ def settled_lab(lab):
     takes seconds to empty one (about 5 s on Kubernetes 1.36), and the API server refuses to create anything in it
     meanwhile."""
     for name, info in lab.clusters.items():
-        api = fleet_lab.ApiClient.for_cluster(info)
-        fleet_lab.wait_for(lambda: labstate.settled_namespaces(api), labstate.TERMINATING_TIMEOUT,
-                           "%s: namespaces an earlier test file deleted to be gone" % name)
+        labstate.wait_settled(fleet_lab.ApiClient.for_cluster(info), name)
 
 
 # What hub_init sets up for bootstrap identities (docs/architecture.md 4.1, 4.5), created here as test setup under

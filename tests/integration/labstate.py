@@ -46,6 +46,12 @@ def settled_namespaces(api):
     return None if terminating else namespaces
 
 
+def wait_settled(api, name):
+    """The namespaces of cluster ``name`` once none is being deleted (:func:`settled_namespaces`)."""
+    return fleet_lab.wait_for(lambda: settled_namespaces(api), TERMINATING_TIMEOUT,
+                              "%s: namespaces being deleted (by an earlier test) to be gone" % name)
+
+
 def snapshot(lab, contents=False):
     """Every object of the kinds the playbooks write, per cluster, as ``Kind/namespace/name``.
 
@@ -54,7 +60,7 @@ def snapshot(lab, contents=False):
     ``managedFields``); ``uid`` and ``creationTimestamp`` stay, so an object deleted and created again
     differs too. That is what a check-mode run must leave exactly as it was.
 
-    Taken once no namespace is being deleted (:func:`settled_namespaces`). Left out: what Kubernetes derives by
+    Taken once no namespace is being deleted (:func:`wait_settled`). Left out: what Kubernetes derives by
     itself (ServiceAccount token Secrets, the ``kube-root-ca.crt`` ConfigMaps and ``default`` ServiceAccounts of each
     namespace; CertificateSigningRequests, which its csrcleaner removes an hour after they were issued), and the
     cluster namespaces (labelled ``open-cluster-management.io/cluster-name``) the OCM hub controller creates on
@@ -64,8 +70,7 @@ def snapshot(lab, contents=False):
     volatile = ("resourceVersion", "generation", "managedFields", "selfLink")
     for name, info in lab.clusters.items():
         api = fleet_lab.ApiClient.for_cluster(info)
-        namespaces = fleet_lab.wait_for(lambda: settled_namespaces(api), TERMINATING_TIMEOUT,
-                                        "%s: namespaces being deleted (by an earlier test) to be gone" % name)
+        namespaces = wait_settled(api, name)
         cluster_namespaces = {n["metadata"]["name"] for n in namespaces if is_cluster_namespace(n)}
         found = {}
         for kind, path in HUB_KINDS if name == lab.hub else KINDS:
