@@ -301,29 +301,22 @@ def test_a_simulation_passes_when_the_servers_it_reads_change():
                 raise fleet_lab.LabError("not answering")
             return {"metadata": {"resourceVersion": self.version}}
 
+    def passes_after(simulation, ticks):
+        for _tick in range(ticks):
+            simulation._pass()
+        return len(passes)
+
     server = Server()
     gated = Counting()
     gated.revisions = [sim_base.Revision(server, max_age=0)]
-    for _round in range(3):
-        gated._pass()
-    assert len(passes) == 1
+    assert passes_after(gated, 3) == 1
     server.version = "2"
-    gated._pass()
-    gated._pass()
-    assert len(passes) == 2
+    assert passes_after(gated, 2) == 2
     server.version = None
-    gated._pass()
-    gated._pass()
-    assert len(passes) == 4
+    assert passes_after(gated, 2) == 4
     server.version = "2"
-    gated._pass()
-    gated._pass()
-    assert len(passes) == 5
+    assert passes_after(gated, 2) == 5
     gated.pause()
     gated.resume()
-    gated._pass()
-    assert len(passes) == 6
-    ungated = Counting()
-    for _round in range(3):
-        ungated._pass()
-    assert len(passes) == 9
+    assert passes_after(gated, 1) == 6
+    assert passes_after(Counting(), 3) == 9
