@@ -5,13 +5,9 @@
 
 - ``kube-public/cluster-info``: the hub URL and CA members discover (created only when missing;
   replaced only on request), readable by ``system:anonymous``.
-- Karmada: the bootstrap token group may create CSRs (``system:node-bootstrapper``); optionally
-  the ClusterRoles/Bindings that let Karmada's agent CSR approver approve bootstrap and renewal
-  CSRs, exactly as ``karmadactl init`` creates them.
-- OCM: namespace ``open-cluster-management``, ServiceAccount ``agent-registration-bootstrap``,
-  ClusterRole ``open-cluster-management:bootstrap`` (the rules of ``clusteradm init``) bound to
-  that ServiceAccount and to group ``system:bootstrappers:managedcluster``; and, when the
-  ClusterManager has the ``grpc`` registration driver, the gRPC endpoint members join through.
+- The RBAC objects each engine's installer creates for registration (``hub_objects.py`` of its package,
+  :meth:`engine.Engine.registration_objects`).
+- OCM, when the ClusterManager has the ``grpc`` registration driver: the gRPC endpoint members join through.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -24,10 +20,10 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, karmada, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
-    CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
+    CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING,
 )
 
 try:
@@ -37,9 +33,6 @@ except ImportError:  # pragma: no cover - client.py reports the missing library 
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NAME = bootstrap.CLUSTER_INFO.split("/")
-NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/get/list/watch CSRs
-KARMADA_LABELS = engines.get("karmada").hub_labels
-OCM_BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
 
 CLUSTER_MANAGER_NAME = ocm.CLUSTER_MANAGER_NAME
 # The CA of the gRPC server's certificate when the operator issues it (no caBundle of its own given).
@@ -49,38 +42,40 @@ GRPC_CA_NAMESPACE, GRPC_CA_CONFIGMAP, GRPC_CA_KEY = "open-cluster-management-hub
 TLS_TIMEOUT = 10
 
 
-def _meta(name, namespace=None, labels=None):
-    meta = {"name": name}
+# --- RBAC objects, as the engines' own installers write them (karmada/hub_objects.py, ocm/hub_objects.py) ------
+
+def meta(name, namespace=None, labels=None):
+    result = {"name": name}
     if namespace:
-        meta["namespace"] = namespace
+        result["namespace"] = namespace
     if labels:
-        meta["labels"] = dict(labels)
-    return meta
+        result["labels"] = dict(labels)
+    return result
 
 
-def _rule(group, resource, verbs, names=None):
-    rule = {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+def rule(group, resource, verbs, names=None):
+    result = {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
     if names:
-        rule["resourceNames"] = list(names)
-    return rule
+        result["resourceNames"] = list(names)
+    return result
 
 
-def _subject(kind, name, namespace=None):
+def subject(kind, name, namespace=None):
     if kind == "ServiceAccount":
         return {"kind": kind, "name": name, "namespace": namespace}
     return {"apiGroup": RBAC_GROUP, "kind": kind, "name": name}
 
 
-def _role_ref(kind, name):
+def role_ref(kind, name):
     return {"apiGroup": RBAC_GROUP, "kind": kind, "name": name}
 
 
-def _cluster_role(name, rules, labels=None):
-    return CLUSTER_ROLE, {"metadata": _meta(name, labels=labels), "rules": rules}
+def cluster_role(name, rules, labels=None):
+    return CLUSTER_ROLE, {"metadata": meta(name, labels=labels), "rules": rules}
 
 
-def _cluster_role_binding(name, role, subjects, labels=None):
-    return CLUSTER_ROLE_BINDING, {"metadata": _meta(name, labels=labels), "roleRef": _role_ref("ClusterRole", role),
+def cluster_role_binding(name, role, subjects, labels=None):
+    return CLUSTER_ROLE_BINDING, {"metadata": meta(name, labels=labels), "roleRef": role_ref("ClusterRole", role),
                                   "subjects": subjects}
 
 
@@ -89,60 +84,16 @@ def cluster_info_reader(engine):
     engine = engines.get(engine)
     name, labels = engine.cluster_info_reader, engine.hub_labels
     return [
-        (ROLE, {"metadata": _meta(name, CLUSTER_INFO_NAMESPACE, labels),
-                "rules": [_rule("", "configmaps", ["get"], [CLUSTER_INFO_NAME])]}),
-        (ROLE_BINDING, {"metadata": _meta(name, CLUSTER_INFO_NAMESPACE, labels), "roleRef": _role_ref("Role", name),
-                        "subjects": [_subject("User", "system:anonymous")]}),
+        (ROLE, {"metadata": meta(name, CLUSTER_INFO_NAMESPACE, labels),
+                "rules": [rule("", "configmaps", ["get"], [CLUSTER_INFO_NAME])]}),
+        (ROLE_BINDING, {"metadata": meta(name, CLUSTER_INFO_NAMESPACE, labels), "roleRef": role_ref("Role", name),
+                        "subjects": [subject("User", "system:anonymous")]}),
     ]
-
-
-def karmada_objects(csr_auto_approval=True):
-    """``(wanted, unwanted)`` object lists for a Karmada hub (names and rules of ``karmadactl init``)."""
-    group = [_subject("Group", bootstrap.KARMADA_DEFAULT_GROUP)]
-    approval = [
-        _cluster_role("system:karmada:certificatesigningrequest:autoapprover",
-                      [_rule("certificates.k8s.io", "certificatesigningrequests/clusteragent", ["create"])], KARMADA_LABELS),
-        _cluster_role_binding("system:karmada:agent-autoapprove-bootstrap",
-                              "system:karmada:certificatesigningrequest:autoapprover", group, KARMADA_LABELS),
-        _cluster_role("system:karmada:certificatesigningrequest:selfautoapprover",
-                      [_rule("certificates.k8s.io", "certificatesigningrequests/selfclusteragent", ["create"])], KARMADA_LABELS),
-        _cluster_role_binding("system:karmada:agent-autoapprove-certificate-rotation",
-                              "system:karmada:certificatesigningrequest:selfautoapprover",
-                              [_subject("Group", karmada.AGENTS_GROUP)], KARMADA_LABELS),
-    ]
-    wanted = cluster_info_reader("karmada") + [
-        _cluster_role_binding("system:karmada:agent-bootstrap", NODE_BOOTSTRAPPER, group, KARMADA_LABELS),
-    ]
-    return (wanted + approval, []) if csr_auto_approval else (wanted, approval)
-
-
-def ocm_objects(csr_auto_approval=True):
-    """``(wanted, unwanted)`` object lists for an OCM hub (names and rules of ``clusteradm init``); OCM sets automatic
-    CSR approval in its ClusterManager, not by RBAC (``csr_auto_approval`` is Karmada's)."""
-    namespace, account = tokens.OCM_NAMESPACE, tokens.OCM_BOOTSTRAP_SA
-    wanted = [
-        (NAMESPACE, {"metadata": _meta(namespace)}),
-        (SERVICE_ACCOUNT, {"metadata": _meta(account, namespace)}),
-        _cluster_role(OCM_BOOTSTRAP_CLUSTER_ROLE, [
-            _rule("", "configmaps", ["get"]),
-            _rule("certificates.k8s.io", "certificatesigningrequests", ["create", "get", "list", "watch"]),
-            _rule("cluster.open-cluster-management.io", "managedclusters", ["get", "create", "list", "watch"]),
-            _rule("cluster.open-cluster-management.io", "managedclustersets/join", ["create"]),
-        ]),
-        _cluster_role_binding(OCM_BOOTSTRAP_CLUSTER_ROLE + ":agent-registration", OCM_BOOTSTRAP_CLUSTER_ROLE,
-                              [_subject("Group", bootstrap.OCM_DEFAULT_GROUP)]),
-        _cluster_role_binding(account, OCM_BOOTSTRAP_CLUSTER_ROLE, [_subject("ServiceAccount", account, namespace)]),
-    ] + cluster_info_reader("ocm")
-    return wanted, []
-
-
-# The hub objects of each engine, by its name.
-REGISTRATION_OBJECTS = {"karmada": karmada_objects, "ocm": ocm_objects}
 
 
 def registration_objects(engine, csr_auto_approval=True):
     """``(wanted, unwanted)``: objects to ensure and objects to remove for ``engine``."""
-    return REGISTRATION_OBJECTS[engines.get(engine).name](csr_auto_approval)
+    return engines.get(engine).registration_objects(csr_auto_approval)
 
 
 # --- cluster-info -------------------------------------------------------------------------------
@@ -202,7 +153,7 @@ def ensure_cluster_info(hub, server, ca_pem, update=False, check_mode=False):
     what cluster-info publishes after the run, ``action`` created / updated / unchanged / different.
     """
     existing = resources.get(hub, CONFIG_MAP, CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE)
-    desired = {"metadata": _meta(CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE),
+    desired = {"metadata": meta(CLUSTER_INFO_NAME, CLUSTER_INFO_NAMESPACE),
                "data": {bootstrap.KUBECONFIG_KEY: cluster_info_kubeconfig(server, ca_pem)}}
     if existing is not None:
         current_server, current_ca = published(existing)

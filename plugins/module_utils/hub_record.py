@@ -21,6 +21,11 @@ __metaclass__ = type
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP
 
+# The collection's mark on a member object (ManagedCluster or Karmada Cluster): the member's cluster id (its
+# kube-system UID), recorded when it registers or accepts the cluster - OCM keeps no cluster id of its own, and one
+# name must stay one cluster. The hub record, not this mark, tells a cluster this collection registered (prune.py).
+CLUSTER_ID_ANNOTATION = "multicluster.fleet/cluster-id"
+
 NAMESPACE = "kube-system"
 PREFIX = "multicluster-fleet."
 ENGINE_LABEL = "multicluster.fleet/registered-cluster-engine"
@@ -71,3 +76,8 @@ def read_all(hub, engine):
 def delete(hub, engine, cluster_name, check_mode=False, record=None):
     """Remove the record (an :class:`resources.Outcome`, ``absent`` when there was none)."""
     return resources.delete(hub, CONFIG_MAP, name(engine, cluster_name), NAMESPACE, check_mode=check_mode, record=record)
+
+
+def cluster_id_annotation(name, cluster_id):
+    """The merge patch that records ``cluster_id`` on member object ``name`` (ManagedCluster or Karmada Cluster)."""
+    return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}}

@@ -8,9 +8,7 @@ time, hub side only (docs/maintenance.md, module cluster_prune).
 it (hub_record.py); :func:`decide` is a pure function of those facts, the task's options and the time; :func:`plan`
 names what the removal of a cluster decided so would delete, or why it cannot be removed; :func:`prune` reads the hub,
 decides and plans for every member object and removes those decided so, hub side, by the engines' own steps:
-:func:`join.delete_cluster` and the Push member's credential Secrets for a Karmada Push member,
-:func:`register_karmada.remove_from_hub` for a Pull member, :func:`register_ocm.remove_from_hub` for an OCM cluster
-(:data:`REMOVALS`, one per engine).
+each engine's in the ``removal.py`` of its package (:meth:`engine.Engine.plan_removal`, :meth:`engine.Engine.remove`).
 
 A member object is untrusted input (docs/architecture.md, "What the hub's member objects are trusted for"): its agent
 may have created it, and may write it. So "registered by this collection" is the hub record, which no agent can write,
@@ -25,12 +23,11 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, join, karmada, ocm, \
-    register_karmada, register_ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, join, karmada, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.diagnose import parse_time
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
-from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_ID_ANNOTATION
+from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
 from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Report
 
 NOT_LISTED = "not_listed"
@@ -170,98 +167,30 @@ def _deleter(params, check_mode, report, gone):
     return delete
 
 
-# --- what a removal deletes: named by the collection's rules from the cluster's name, never taken from the object --
+class Removal:
+    """The removal of one member cluster from the hub: the task's options (``params``), check mode, whether the hub
+    already judges the cluster gone (``gone``), the :class:`register_report.Report` of what was deleted, and
+    ``delete(cluster, kind, name, namespace=None, wait=False)``, which records each deletion there (:func:`_deleter`)."""
 
-def _owned_by(obj, kind, uid):
+    def __init__(self, params, check_mode, gone):
+        self.params, self.check_mode, self.gone = params, check_mode, gone
+        self.report = Report()
+        self.delete = _deleter(params, check_mode, self.report, gone)
+
+
+def owned_by(obj, kind, uid):
     """Whether ``obj`` names the ``kind`` of uid ``uid`` among its ownerReferences."""
     return any(ref.get("uid") == uid and ref.get("kind") == kind.kind for ref in obj["metadata"].get("ownerReferences") or [])
 
 
-def _plan_karmada_push(hub, obj, record):
-    """``(deletes, problem)`` of a Karmada Push member: the Cluster and the two credential Secrets this collection writes
-    for it (``<namespace>/<cluster>`` and ``<namespace>/<cluster>-impersonator``, the namespace from the hub record,
-    else ``karmada-cluster``), each only where it exists and is owned by this Cluster. A ``secretRef`` or
-    ``impersonatorSecretRef`` naming any other Secret, or such a Secret owned by something else, is a problem: the
-    cluster is then kept."""
-    name = obj["metadata"]["name"]
-    namespace = (record or {}).get(hub_record.CLUSTER_NAMESPACE_KEY) or karmada.DEFAULT_CLUSTER_NAMESPACE
-    spec = obj.get("spec") or {}
-    deletes = [(karmada.CLUSTER, None, name)]
-    for field, secret_name in (("secretRef", name), ("impersonatorSecretRef", karmada.impersonator_secret_name(name))):
-        ref = spec.get(field) or {}
-        if ref and (ref.get("namespace"), ref.get("name")) != (namespace, secret_name):
-            return deletes, ("its spec.%s names Secret %s/%s, not %s/%s, the one this collection writes for it: prune "
-                             "deletes no Secret a member object names; check the Cluster and remove it by hand"
-                             % (field, ref.get("namespace"), ref.get("name"), namespace, secret_name))
-        secret = resources.get(hub, resources.SECRET, secret_name, namespace)
-        if secret is None:
-            continue
-        if not _owned_by(secret, karmada.CLUSTER, obj["metadata"].get("uid")):
-            return deletes, ("Secret %s/%s is not owned by this Cluster (no ownerReference to its uid): it belongs to "
-                             "another cluster or was written by someone else; check it and remove the Cluster by hand"
-                             % (namespace, secret_name))
-        deletes.append((resources.SECRET, namespace, secret_name))
-    return deletes, None
-
-
 def plan(hub, engine, obj, record):
     """``(deletes, problem)``: the ``(kind, namespace, name)`` of what removing member object ``obj`` deletes on the hub
-    (``record``: its hub record, or None), and None, or why it cannot be removed (then nothing is deleted)."""
+    (``record``: its hub record, or None), and None, or why it cannot be removed (then nothing is deleted): the engine's
+    own (:meth:`engine.Engine.plan_removal`) and the cluster's agent CSRs."""
     engine = engines.get(engine)
-    name = obj["metadata"]["name"]
-    if engine.name == "karmada" and engine.is_push(obj):
-        deletes, problem = _plan_karmada_push(hub, obj, record)
-        deletes.append((resources.CONFIG_MAP, hub_record.NAMESPACE, hub_record.name(engine.name, name)))
-    elif engine.name == "karmada":
-        es_namespace = karmada.execution_namespace(name)
-        deletes = [(karmada.WORK, es_namespace, work["metadata"]["name"])
-                   for work in resources.list_objects(hub, karmada.WORK, es_namespace)]
-        deletes += [(karmada.CLUSTER, None, name)] + register_karmada.hub_objects(name)
-        problem = None
-    else:
-        deletes, problem = [(ocm.MANAGED_CLUSTER, None, name)] + register_ocm.hub_objects(name), None
-    deletes += [(resources.CSR, None, csr["name"]) for csr in diagnose.agent_csrs(hub, engine, name)]
+    deletes, problem = engine.plan_removal(hub, obj, record)
+    deletes += [(resources.CSR, None, csr["name"]) for csr in diagnose.agent_csrs(hub, engine, obj["metadata"]["name"])]
     return deletes, problem
-
-
-def _remove_karmada(hub, engine, obj, deletes, params, check_mode, gone):
-    name = obj["metadata"]["name"]
-    report = Report()
-    delete = _deleter(params, check_mode, report, gone)
-    with report.failures_name_writes("deleted"):
-        if engine.is_push(obj):
-            outcomes = []
-            try:
-                join.delete_cluster(hub, name, params, check_mode, outcomes)
-            finally:
-                for outcome in outcomes:
-                    report.add(hub, outcome)
-            for kind, namespace, object_name in deletes:
-                if kind is not karmada.CLUSTER:
-                    delete(hub, kind, object_name, namespace)
-        else:
-            namespace = register_karmada.remove_from_hub(hub, name, delete)
-            for kind, _namespace, object_name in deletes:
-                if kind is resources.CSR:
-                    delete(hub, kind, object_name)
-            if not check_mode:
-                resources.wait_until_gone(hub, resources.NAMESPACE, namespace, timeout=params["wait_timeout"],
-                                          interval=params["wait_sleep"])
-    return report.result()
-
-
-def _remove_ocm(hub, engine, obj, deletes, params, check_mode, gone):
-    report = Report()
-    delete = _deleter(params, check_mode, report, gone)
-    with report.failures_name_writes("deleted"):
-        register_ocm.remove_from_hub(hub, obj["metadata"]["name"], delete)
-        for kind, _namespace, object_name in deletes:
-            if kind is resources.CSR:
-                delete(hub, kind, object_name)
-    return report.result()
-
-
-REMOVALS = {"karmada": _remove_karmada, "ocm": _remove_ocm}
 
 
 def validate(engine, params):
@@ -321,7 +250,7 @@ def prune(hub, engine, params, check_mode=False, now=None):
             continue
         decision["deletes"] = _refs(deletes)
         try:
-            done = REMOVALS[engine.name](hub, engine, obj, deletes, params, check_mode, decision["silent_seconds"] is not None)
+            done = engine.remove(hub, obj, deletes, Removal(params, check_mode, decision["silent_seconds"] is not None))
         except FleetError as exc:
             decision.update(action="failed", error=exc.msg)
             failed.append(decision["name"])

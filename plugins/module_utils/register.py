@@ -5,8 +5,9 @@
 ``cluster_register`` runs.
 
 :func:`run` takes a :class:`registration.Registration` and runs the flow of its engine and state: Karmada
-(``karmadactl register`` / ``unregister``, :class:`register_karmada.KarmadaRegistration`) or OCM (``clusteradm join``
-/ ``accept`` / ``unjoin``, :class:`register_ocm.OcmRegistration`). What the flows share is in ``registration.py``,
+(``karmadactl register`` / ``unregister``, :class:`karmada.registration.KarmadaRegistration`) or OCM (``clusteradm
+join`` / ``accept`` / ``unjoin``, :class:`ocm.registration.OcmRegistration`): the engine's
+:meth:`engine.Engine.registration`. What the flows share is in ``registration.py``,
 the result they build in ``register_report.py``.
 """
 
@@ -16,10 +17,6 @@ __metaclass__ = type
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
-
-FLOWS = dict((flow.engine, flow) for flow in (KarmadaRegistration, OcmRegistration))  # by the engine's name
 
 
 def run(member, hub, reg, check_mode=False, hosting=None):
@@ -36,7 +33,7 @@ def run(member, hub, reg, check_mode=False, hosting=None):
                          "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
     skew = versions.check_agent(reg.engine, reg, hub, check_mode) if reg.state == "present" else None
     downgrade = versions.check_downgrade(reg.engine, reg, member, hosting or member) if reg.state == "present" else None
-    result = FLOWS[reg.engine.name](member, hub, reg, check_mode, hosting).run()
+    result = reg.engine.registration(member, hub, reg, check_mode, hosting).run()
     warnings = [skew] if skew else []
     if downgrade:
         result["downgrade"] = downgrade

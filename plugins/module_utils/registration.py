@@ -10,7 +10,7 @@ request, check mode and the :class:`register_report.Report` of what it wrote), a
 authenticated by the bootstrap token, the checks of credentials a member already holds, the identity rule and
 the in-flight CSR of a registration (the Lease that lets one registration of a member cluster run at a time,
 whatever its name, is :class:`lease_lock.RegistrationLock`). The flows are in
-``register_karmada.py`` and ``register_ocm.py``, chosen by ``register.run``.
+``karmada/registration.py`` and ``ocm/registration.py``, chosen by ``register.run``.
 
 Credentials a member already holds are reused when they are still good. Through a forward proxy (``proxy_url``,
 ``clusteradm join --proxy-url --proxy-ca-file``) the member reaches the hub for discovery, for the Karmada CSR and

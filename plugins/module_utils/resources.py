@@ -21,6 +21,9 @@ from urllib.parse import quote
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
+# A DNS-1123 label: the names of namespaces, and of member clusters.
+DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+
 CONFLICT_RETRIES = 5
 MERGE_PATCH = "application/merge-patch+json"
 # Metadata the server owns; left out of diffs and comparisons.

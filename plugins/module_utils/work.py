@@ -3,11 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Workload delivery: one OCM ``ManifestWork`` or Karmada ``Work`` per member cluster, written on the hub.
 
-OCM keeps a ManifestWork in the hub namespace named after the cluster; the work agent on the member
-applies its manifests and writes status back (conditions Applied/Available, per-manifest conditions and
-status feedback). Karmada keeps a Work in ``karmada-es-<cluster>``; its execution controller applies the
-manifests, its work status controller reflects each object's status and health into
-``status.manifestStatuses``.
+What a work is on each engine - its kind and namespace, how the task's options become its spec, which status says it
+is applied and available - is the engine's :meth:`engine.Engine.works` (``works.py`` of its package); what they share
+is here.
 
 One task addresses many clusters: validation, writes and the status wait fan out. Writes run on a
 small thread pool (the client's connection pool is thread safe); the wait reads every targeted work
@@ -24,7 +22,7 @@ import json
 import os
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
@@ -43,18 +41,6 @@ CONDITIONS = (APPLIED, AVAILABLE)
 SPEC_HASH_ANNOTATION = "multicluster.fleet/spec-hash"
 SOURCE_SUFFIXES = (".yaml", ".yml", ".json")
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
-
-# OCM facts (work.open-cluster-management.io/v1).
-OCM_PROPAGATION_POLICIES = ("Foreground", "Orphan", "SelectivelyOrphan")
-OCM_UPDATE_STRATEGIES = ("Update", "CreateOnly", "ServerSideApply", "ReadOnly")
-OCM_FEEDBACK_TYPES = ("WellKnownStatus", "JSONPaths")
-OCM_FIELD_MANAGER = "work-agent"
-# Karmada facts (work.karmada.io/v1alpha1): what Karmada's own Work creators set, so that its execution
-# controller deletes the applied objects with the Work and its status controller reflects their status.
-KARMADA_MANAGED_LABEL = "karmada.io/managed"
-KARMADA_WORK_NAME_ANNOTATION = "work.karmada.io/name"
-KARMADA_WORK_NAMESPACE_ANNOTATION = "work.karmada.io/namespace"
-KARMADA_HEALTHY = "Healthy"
 
 
 # --- manifests --------------------------------------------------------------------------------
@@ -171,208 +157,14 @@ def _masked_manifests(work):
 
 # --- options ----------------------------------------------------------------------------------
 
-def _identifier(value):
-    """An OCM resource identifier; the core group and cluster scope are written as absent keys (empty means that)."""
-    return dict((k, value.get(k)) for k in ("group", "resource", "name", "namespace") if value.get(k))
 
-
-def ocm_delete_option(option):
-    """``spec.deleteOption`` from the module's ``delete_option`` (None: OCM's default, Foreground)."""
-    if not option:
-        return None
-    policy = option.get("propagation_policy") or "Foreground"
-    rules = option.get("orphaning_rules") or []
-    if rules and policy != "SelectivelyOrphan":
-        raise FleetError("delete_option.orphaning_rules only apply with propagation_policy SelectivelyOrphan, not %s" % policy)
-    result = {"propagationPolicy": policy}
-    if policy == "SelectivelyOrphan":
-        result["selectivelyOrphans"] = {"orphaningRules": [_identifier(rule) for rule in rules]}
-    return result
-
-
-def ocm_manifest_configs(configs):
-    """``spec.manifestConfigs`` from the module's ``manifest_configs``."""
-    result = []
-    for index, config in enumerate(configs or []):
-        where = "manifest_configs[%d]" % index
-        item = {"resourceIdentifier": _identifier(config["resource_identifier"])}
-        rules = []
-        for rule in config.get("feedback_rules") or []:
-            paths = rule.get("json_paths") or []
-            if (rule["type"] == "JSONPaths") != bool(paths):
-                raise FleetError("%s: feedback rule type %s %s json_paths" % (
-                    where, rule["type"], "needs" if rule["type"] == "JSONPaths" else "takes no"))
-            converted = {"type": rule["type"]}
-            if paths:
-                converted["jsonPaths"] = [dict((k, v) for k, v in (("name", p["name"]), ("path", p["path"]),
-                                                                   ("version", p.get("version"))) if v)
-                                          for p in paths]
-            rules.append(converted)
-        if rules:
-            item["feedbackRules"] = rules
-        strategy = config.get("update_strategy")
-        if strategy:
-            item["updateStrategy"] = {"type": strategy["type"]}
-            ssa = strategy.get("server_side_apply")
-            if ssa:
-                if strategy["type"] != "ServerSideApply":
-                    raise FleetError("%s: server_side_apply only applies to update strategy ServerSideApply" % where)
-                manager = ssa.get("field_manager") or OCM_FIELD_MANAGER
-                if not manager.startswith(OCM_FIELD_MANAGER):
-                    raise FleetError("%s: field_manager must start with %s, got %s" % (where, OCM_FIELD_MANAGER, manager))
-                item["updateStrategy"]["serverSideApply"] = {"force": bool(ssa.get("force")), "fieldManager": manager}
-        result.append(item)
-    return result
-
-
-# --- engines ----------------------------------------------------------------------------------
-
-class OcmWorks:
-    """OCM ``ManifestWork`` in namespace ``<cluster>``, applied by the klusterlet's work agent."""
-
-    name = "ocm"
-    kind = ocm.MANIFEST_WORK
-
-    @staticmethod
-    def namespace(cluster):
-        return cluster
-
-    @staticmethod
-    def check_condition(wanted):
-        """Every wanted condition is one the work agent writes."""
-
-    @staticmethod
-    def cluster_problem(obj):
-        if not (obj.get("spec") or {}).get("hubAcceptsClient"):
-            return ("is not accepted: ManagedCluster %s has spec.hubAcceptsClient false; accept it first "
-                    "(clusteradm accept, or approve its CSR and set hubAcceptsClient)" % obj["metadata"]["name"])
-        return None
-
-    @staticmethod
-    def build(name, namespace, manifests, options):
-        spec = {"workload": {"manifests": manifests}}
-        delete_option = ocm_delete_option(options.get("delete_option"))
-        if delete_option:
-            spec["deleteOption"] = delete_option
-        configs = ocm_manifest_configs(options.get("manifest_configs"))
-        if configs:
-            spec["manifestConfigs"] = configs
-        return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
-
-    @staticmethod
-    def manifest_statuses(work):
-        """``{ordinal: summary}`` from ``status.resourceStatus.manifests``."""
-        found = {}
-        for item in (((work.get("status") or {}).get("resourceStatus") or {}).get("manifests")) or []:
-            meta = item.get("resourceMeta") or {}
-            conditions = item.get("conditions") or []
-            found[meta.get("ordinal", 0)] = {
-                "conditions": resources.conditions_of({"status": {"conditions": conditions}}),
-                "applied": _condition_status(conditions, APPLIED),
-                "available": _condition_status(conditions, AVAILABLE),
-                "feedback": dict((v.get("name"), _feedback_value(v.get("fieldValue") or {}))
-                                 for v in (item.get("statusFeedback") or {}).get("values") or []),
-                "resource": meta.get("resource"),
-            }
-        return found
-
-    @classmethod
-    def progress(cls, work, wanted):
-        """``(done, detail)``: whether the work has the ``wanted`` condition for its current generation."""
-        done, detail = _condition_progress(work, wanted)
-        if not done and work is not None:
-            failed = [(ordinal, s) for ordinal, s in sorted(cls.manifest_statuses(work).items()) if s["applied"] is False]
-            if failed:
-                ordinal, summary = failed[0]
-                message = [c["message"] for c in summary["conditions"] if c["type"] == APPLIED]
-                detail += "; manifests[%d] %s: %s" % (ordinal, _manifest_name(work, ordinal), message[0] if message else "")
-        return done, detail
-
-
-class KarmadaWorks:
-    """Karmada ``Work`` in namespace ``karmada-es-<cluster>``, applied by the execution controller."""
-
-    name = "karmada"
-    kind = karmada.WORK
-
-    namespace = staticmethod(karmada.execution_namespace)
-
-    @staticmethod
-    def cluster_problem(obj):
-        return None
-
-    @staticmethod
-    def build(name, namespace, manifests, options):
-        policy = (options.get("delete_option") or {}).get("propagation_policy") or "Foreground"
-        if policy == "SelectivelyOrphan":
-            raise FleetError("Karmada Works are deleted with all their objects or orphan all of them: "
-                             "delete_option.propagation_policy SelectivelyOrphan is OCM only")
-        if options.get("manifest_configs"):
-            raise FleetError("manifest_configs (feedback rules, update strategies) are OCM only; "
-                             "Karmada reflects status and health of every manifest without them")
-        marked = []
-        for manifest in manifests:
-            manifest = copy.deepcopy(manifest)
-            metadata = manifest.setdefault("metadata", {})
-            metadata.setdefault("labels", {})[KARMADA_MANAGED_LABEL] = "true"
-            metadata.setdefault("annotations", {}).update({KARMADA_WORK_NAME_ANNOTATION: name,
-                                                           KARMADA_WORK_NAMESPACE_ANNOTATION: namespace})
-            marked.append(manifest)
-        spec = {"workload": {"manifests": marked}}
-        if policy == "Orphan":
-            spec["preserveResourcesOnDeletion"] = True
-        return {"metadata": {"name": name, "namespace": namespace, "finalizers": [karmada.EXECUTION_FINALIZER]}, "spec": spec}
-
-    @staticmethod
-    def manifest_statuses(work):
-        """``{ordinal: summary}`` from ``status.manifestStatuses`` (reflected status and health)."""
-        found = {}
-        for item in (work.get("status") or {}).get("manifestStatuses") or []:
-            health = item.get("health")
-            found[(item.get("identifier") or {}).get("ordinal", 0)] = {
-                "status": item.get("status"),
-                "health": health,
-                "available": health == KARMADA_HEALTHY if health else None,
-            }
-        return found
-
-    @staticmethod
-    def check_condition(wanted):
-        """FleetError for a wanted condition Karmada cannot report: Available is derived, so only Available=True."""
-        if wanted["type"] == AVAILABLE and (wanted["status"] != "True" or wanted.get("reason")):
-            raise FleetError("Karmada writes no Available condition on a Work (it is derived from the health of every "
-                             "manifest): wait_condition Available takes neither a status other than True nor a reason")
-
-    @classmethod
-    def progress(cls, work, wanted):
-        """``(done, detail)``: Applied is the Work's condition; Available means Applied and every manifest Healthy.
-
-        Karmada's controllers write no Available condition on a Work; the health of each applied object
-        (``status.manifestStatuses[].health``) is what says the workload is up.
-        """
-        if wanted["type"] == APPLIED:
-            return _condition_progress(work, wanted)
-        done, detail = _condition_progress(work, resources.wanted_condition(APPLIED))
-        if not done:
-            return done, detail
-        statuses = cls.manifest_statuses(work)
-        for ordinal in range(len(work["spec"]["workload"].get("manifests") or [])):
-            health = (statuses.get(ordinal) or {}).get("health")
-            if health != KARMADA_HEALTHY:
-                return False, "manifests[%d] %s health %s" % (ordinal, _manifest_name(work, ordinal), health or "not reported yet")
-        return True, None
-
-
-WORKS = dict((works.name, works) for works in (OcmWorks, KarmadaWorks))  # the works of each engine, by its name
-
-
-def _condition_status(conditions, condition_type):
+def condition_status(conditions, condition_type):
     """True/False for a condition of a list of conditions, None when it is missing or Unknown."""
     item = resources.condition({"status": {"conditions": conditions}}, condition_type) or {}
     return {"True": True, "False": False}.get(item.get("status"))
 
 
-def _feedback_value(value):
+def feedback_value(value):
     kind = value.get("type")
     if kind == "JsonRaw":
         try:
@@ -382,12 +174,12 @@ def _feedback_value(value):
     return value.get({"Integer": "integer", "String": "string", "Boolean": "boolean"}.get(kind, ""))
 
 
-def _manifest_name(work, ordinal):
+def manifest_name(work, ordinal):
     manifests = work["spec"]["workload"].get("manifests") or []
     return identity(manifests[ordinal]) if ordinal < len(manifests) else "(no longer in the spec)"
 
 
-def _condition_progress(work, wanted):
+def condition_progress(work, wanted):
     """``(done, detail)`` for one wanted condition, ignoring a status written for an older generation."""
     if work is None:
         return False, "the work does not exist"
@@ -441,9 +233,9 @@ def spec_hash(spec):
     return hashlib.sha256(json.dumps(spec, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def desired_work(engine, name, cluster, manifests, options):
-    """The work this task wants for ``cluster``: engine spec, labels, annotations and the spec hash."""
-    work = engine.build(name, engine.namespace(cluster), manifests, options)
+def desired_work(works, name, cluster, manifests, options):
+    """The work this task wants for ``cluster``: works spec, labels, annotations and the spec hash."""
+    work = works.build(name, works.namespace(cluster), manifests, options)
     metadata = work["metadata"]
     if options.get("labels"):
         metadata["labels"] = dict(options["labels"])
@@ -502,20 +294,20 @@ def _current(existing, body):
 
 def check_clusters(hub, engine, clusters):
     """Fail unless every cluster is registered (and accepted, for OCM) and has its namespace on the hub."""
-    member_kind = fleet.member_kind(engine.name)
+    member_kind, works = engine.member_kind, engine.works
 
     def problem(cluster):
         obj = resources.get(hub, member_kind, cluster)
         if obj is None:
             return "is not registered on the hub (no %s named %s)" % (member_kind.kind, cluster)
-        issue = engine.cluster_problem(obj)
+        issue = works.cluster_problem(obj)
         if issue:
             return issue
-        namespace = engine.namespace(cluster)
+        namespace = works.namespace(cluster)
         found = resources.get(hub, resources.NAMESPACE, namespace)
         if found is None:
             return ("has no namespace %s on the hub yet (the hub controllers create it for a registered%s cluster)"
-                    % (namespace, " and accepted" if engines.get(engine.name).accepts_clients else ""))
+                    % (namespace, " and accepted" if engine.accepts_clients else ""))
         if found["metadata"].get("deletionTimestamp"):
             return "has its namespace %s on the hub being deleted (is the cluster being removed?)" % namespace
         return None
@@ -524,22 +316,22 @@ def check_clusters(hub, engine, clusters):
     problems = ["cluster '%s' %s" % (c, found[c]) for c in clusters if found.get(c)]
     problems += ["cluster '%s': %s" % (c, errors[c]) for c in clusters if c in errors]
     if problems:
-        raise FleetError("%s: cannot deliver %s to every cluster: %s" % (hub.label, engine.kind.kind, "; ".join(problems)),
+        raise FleetError("%s: cannot deliver %s to every cluster: %s" % (hub.label, works.kind.kind, "; ".join(problems)),
                          clusters_failed=sorted(c for c in clusters if found.get(c) or c in errors))
 
 
-def _failure(engine, action, outcomes, errors, check_mode):
+def _failure(works, action, outcomes, errors, check_mode):
     """The error for writes that failed on some clusters, with what was done on the others."""
     return FleetError("%s failed on %d of %d clusters: %s" % (
         action, len(errors), len(errors) + len(outcomes), "; ".join("cluster '%s': %s" % item for item in sorted(errors.items()))),
         changed=any(o.changed for o in outcomes.values()) and not check_mode,
-        clusters=dict((c, summarize(engine, o.after or o.before, o.action)) for c, o in outcomes.items()),
+        clusters=dict((c, summarize(works, o.after or o.before, o.action)) for c, o in outcomes.items()),
         clusters_failed=sorted(errors))
 
 
 # --- waiting ----------------------------------------------------------------------------------
 
-def wait_for_works(hub, engine, name, clusters, condition=None, timeout=120, interval=resources.WAIT_SLEEP, latest=None):
+def wait_for_works(hub, works, name, clusters, condition=None, timeout=120, interval=resources.WAIT_SLEEP, latest=None):
     """Wait until the work ``name`` has ``condition`` (default Applied=True) on every cluster; return ``{cluster: work}``.
 
     Each poll is one list request over all namespaces (field selector on the name). On timeout the
@@ -550,12 +342,12 @@ def wait_for_works(hub, engine, name, clusters, condition=None, timeout=120, int
     wanted = condition or resources.wanted_condition(APPLIED)
 
     def check():
-        items = resources.list_objects(hub, engine.kind, field_selector="metadata.name=%s" % name)
+        items = resources.list_objects(hub, works.kind, field_selector="metadata.name=%s" % name)
         by_namespace = dict((item["metadata"]["namespace"], item) for item in items)
         pending = []
         for cluster in clusters:
-            work = latest[cluster] = by_namespace.get(engine.namespace(cluster))
-            done, detail = engine.progress(work, wanted)
+            work = latest[cluster] = by_namespace.get(works.namespace(cluster))
+            done, detail = works.progress(work, wanted)
             if not done:
                 pending.append("%s (%s)" % (cluster, detail))
         if not pending:
@@ -566,31 +358,31 @@ def wait_for_works(hub, engine, name, clusters, condition=None, timeout=120, int
         return False, "%d of %d clusters pending: %s" % (len(pending), len(clusters), shown)
 
     resources.wait_until(check, timeout, "%s %s to have %s on %d cluster(s)"
-                         % (engine.kind.kind, name, resources.describe_condition(wanted), len(clusters)), interval=interval)
+                         % (works.kind.kind, name, resources.describe_condition(wanted), len(clusters)), interval=interval)
     return latest
 
 
-def wait_until_deleted(hub, engine, name, clusters, timeout=120, interval=resources.WAIT_SLEEP):
+def wait_until_deleted(hub, works, name, clusters, timeout=120, interval=resources.WAIT_SLEEP):
     """Wait until the work ``name`` is gone from every cluster namespace (one list request per poll)."""
-    namespaces = dict((engine.namespace(c), c) for c in clusters)
+    namespaces = dict((works.namespace(c), c) for c in clusters)
 
     def check():
-        items = resources.list_objects(hub, engine.kind, field_selector="metadata.name=%s" % name)
+        items = resources.list_objects(hub, works.kind, field_selector="metadata.name=%s" % name)
         left = ["%s (finalizers: %s)" % (namespaces[i["metadata"]["namespace"]], ", ".join(i["metadata"].get("finalizers") or []) or "none")
                 for i in items if i["metadata"]["namespace"] in namespaces]
         return not left, "%d still present: %s" % (len(left), "; ".join(sorted(left)[:PENDING_SHOWN]))
 
-    resources.wait_until(check, timeout, "%s %s to be deleted from %d cluster(s)" % (engine.kind.kind, name, len(clusters)),
+    resources.wait_until(check, timeout, "%s %s to be deleted from %d cluster(s)" % (works.kind.kind, name, len(clusters)),
                          interval=interval)
 
 
 # --- results ----------------------------------------------------------------------------------
 
-def summarize(engine, work, action=None):
+def summarize(works, work, action=None):
     """What the module returns for one cluster: action, Applied/Available, conditions, manifests, object."""
     if work is None:
         return {"action": action, "applied": False, "available": False, "conditions": [], "manifests": [], "object": {}}
-    statuses = engine.manifest_statuses(work)
+    statuses = works.manifest_statuses(work)
     manifests = []
     for ordinal, manifest in enumerate(((work.get("spec") or {}).get("workload") or {}).get("manifests") or []):
         metadata = manifest.get("metadata") or {}
@@ -603,8 +395,8 @@ def summarize(engine, work, action=None):
     return {
         "action": action,
         "namespace": work["metadata"].get("namespace"),
-        "applied": engine.progress(work, resources.wanted_condition(APPLIED))[0],
-        "available": engine.progress(work, resources.wanted_condition(AVAILABLE))[0],
+        "applied": works.progress(work, resources.wanted_condition(APPLIED))[0],
+        "available": works.progress(work, resources.wanted_condition(AVAILABLE))[0],
         "conditions": resources.conditions_of(work),
         "manifests": manifests,
         "object": _masked_manifests(work),
@@ -630,7 +422,7 @@ def _check_name(name):
                          "digits, '-' and '.', at most 253 characters)" % name)
 
 
-def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=False, wait=False,
+def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, wait=False,
             wait_condition=None, wait_timeout=120, interval=resources.WAIT_SLEEP):
     """state=present: validate, write one work per cluster, optionally wait; return the module result.
 
@@ -639,39 +431,41 @@ def deliver(hub, engine_name, name, clusters, manifests, options, check_mode=Fal
     :func:`parse_wait_condition`), checked every ``interval`` seconds. In check mode the writes are server
     dry runs and the wait is skipped.
     """
-    engine = WORKS[engines.get(engine_name).name]
+    engine = engines.get(engine)
+    works = engine.works
     _check_name(name)
-    clusters = fleet.cluster_names(engine_name, clusters)
+    clusters = fleet.cluster_names(engine, clusters)
     wanted = parse_wait_condition(wait_condition)
-    engine.check_condition(wanted)
+    works.check_condition(wanted)
     manifests = validate_manifests(manifests)
-    desired = dict((c, desired_work(engine, name, c, manifests, options)) for c in clusters)
+    desired = dict((c, desired_work(works, name, c, manifests, options)) for c in clusters)
     check_clusters(hub, engine, clusters)
-    outcomes, errors = fleet.fan_out(lambda c: ensure_work(hub, engine.kind, desired[c], check_mode), clusters)
+    outcomes, errors = fleet.fan_out(lambda c: ensure_work(hub, works.kind, desired[c], check_mode), clusters)
     if errors:
-        raise _failure(engine, "writing %s %s" % (engine.kind.kind, name), outcomes, errors, check_mode)
-    works = dict((c, o.after) for c, o in outcomes.items())
+        raise _failure(works, "writing %s %s" % (works.kind.kind, name), outcomes, errors, check_mode)
+    written = dict((c, o.after) for c, o in outcomes.items())
     changed = any(o.changed for o in outcomes.values())
     if wait and not check_mode:
         try:
-            wait_for_works(hub, engine, name, clusters, wanted, wait_timeout, interval, latest=works)
+            wait_for_works(hub, works, name, clusters, wanted, wait_timeout, interval, latest=written)
         except WaitTimeout as exc:
             raise FleetError(exc.msg, changed=changed,
-                             clusters=dict((c, summarize(engine, works[c], outcomes[c].action)) for c in clusters))
+                             clusters=dict((c, summarize(works, written[c], outcomes[c].action)) for c in clusters))
     return {"changed": changed,
-            "clusters": dict((c, summarize(engine, works[c], outcomes[c].action)) for c in clusters),
+            "clusters": dict((c, summarize(works, written[c], outcomes[c].action)) for c in clusters),
             "diff": _diffs(outcomes)}
 
 
-def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=resources.WAIT_SLEEP):
+def remove(hub, engine, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=resources.WAIT_SLEEP):
     """state=absent: delete the work on every cluster (a work already being deleted is left alone)."""
-    engine = WORKS[engines.get(engine_name).name]
+    engine = engines.get(engine)
+    works = engine.works
     _check_name(name)
-    clusters = fleet.cluster_names(engine_name, clusters)
-    kind = engine.kind
+    clusters = fleet.cluster_names(engine, clusters)
+    kind = works.kind
 
     def delete(cluster):
-        namespace = engine.namespace(cluster)
+        namespace = works.namespace(cluster)
         existing = resources.get(hub, kind, name, namespace)
         if existing is not None and existing["metadata"].get("deletionTimestamp"):
             return resources.Outcome(kind, name, namespace, "unchanged", existing, existing)
@@ -679,15 +473,15 @@ def remove(hub, engine_name, name, clusters, check_mode=False, wait=False, wait_
 
     outcomes, errors = fleet.fan_out(delete, clusters)
     if errors:
-        raise _failure(engine, "deleting %s %s" % (kind.kind, name), outcomes, errors, check_mode)
+        raise _failure(works, "deleting %s %s" % (kind.kind, name), outcomes, errors, check_mode)
     changed = any(o.changed for o in outcomes.values())
     if wait and not check_mode:
         try:
-            wait_until_deleted(hub, engine, name, clusters, wait_timeout, interval)
+            wait_until_deleted(hub, works, name, clusters, wait_timeout, interval)
         except WaitTimeout as exc:
             raise FleetError(exc.msg + " (the engine's agent removes its finalizer once the applied objects are handled)",
                              changed=changed)
     return {"changed": changed,
-            "clusters": dict((c, summarize(engine, None if o.action in ("deleted", "absent") else o.after, o.action))
+            "clusters": dict((c, summarize(works, None if o.action in ("deleted", "absent") else o.after, o.action))
                              for c, o in outcomes.items()),
             "diff": _diffs(outcomes)}

@@ -374,6 +374,7 @@ diff:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources, work
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import works as ocm_works
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
@@ -411,22 +412,22 @@ def module_spec():
             labels=dict(type="dict"),
             annotations=dict(type="dict"),
             delete_option=dict(type="dict", options=dict(
-                propagation_policy=dict(type="str", choices=list(work.OCM_PROPAGATION_POLICIES), default="Foreground"),
+                propagation_policy=dict(type="str", choices=list(ocm_works.PROPAGATION_POLICIES), default="Foreground"),
                 orphaning_rules=dict(type="list", elements="dict", options=_identifier_spec()),
             )),
             manifest_configs=dict(type="list", elements="dict", options=dict(
                 resource_identifier=dict(type="dict", required=True, options=_identifier_spec()),
                 feedback_rules=dict(type="list", elements="dict", options=dict(
-                    type=dict(type="str", required=True, choices=list(work.OCM_FEEDBACK_TYPES)),
+                    type=dict(type="str", required=True, choices=list(ocm_works.FEEDBACK_TYPES)),
                     json_paths=dict(type="list", elements="dict", options=dict(
                         name=dict(type="str", required=True), path=dict(type="str", required=True),
                         version=dict(type="str"))),
                 )),
                 update_strategy=dict(type="dict", options=dict(
-                    type=dict(type="str", required=True, choices=list(work.OCM_UPDATE_STRATEGIES)),
+                    type=dict(type="str", required=True, choices=list(ocm_works.UPDATE_STRATEGIES)),
                     server_side_apply=dict(type="dict", options=dict(
                         force=dict(type="bool", default=False),
-                        field_manager=dict(type="str", default=work.OCM_FIELD_MANAGER))),
+                        field_manager=dict(type="str", default=ocm_works.FIELD_MANAGER))),
                 )),
             )),
             wait_condition=dict(type="raw"),

@@ -25,7 +25,8 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, register_karmada, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import registration as karmada_registration
 from apiproxy import ApiProxy
 from runner import COLLECTIONS, ROOT, recap_of
 
@@ -267,7 +268,7 @@ def bootstrap_user_may_read_csrs(lab, join):
     """What the hub's RBAC authorizer says now of a GET of a CSR by the join token's user (a SubjectAccessReview)."""
     review = lab.api(lab.hub).post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-        "spec": {"user": register_karmada.BOOTSTRAP_USER % join["token_id"],
+        "spec": {"user": karmada_registration.BOOTSTRAP_USER % join["token_id"],
                  "groups": ["system:bootstrappers", bootstrap.KARMADA_DEFAULT_GROUP, "system:authenticated"],
                  "resourceAttributes": {"verb": "get", "group": "certificates.k8s.io",
                                         "resource": "certificatesigningrequests", "name": "any"}}})

@@ -10,8 +10,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import csr, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils import csr
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.engine import OcmEngine
 
 KARMADA_CN = "system:karmada:agent:east"
 KARMADA_O = ("system:karmada:agents",)
@@ -239,6 +240,6 @@ class TestReading:
         assert csr.common_name(broken) is None
 
     def test_ocm_agent_name(self):
-        assert engines.OcmEngine.agent_name("east", OCM_CN) == "k7x2p"
-        assert engines.OcmEngine.agent_name("eas", OCM_CN) is None
-        assert engines.OcmEngine.agent_name("east", None) is None
+        assert OcmEngine.agent_name("east", OCM_CN) == "k7x2p"
+        assert OcmEngine.agent_name("eas", OCM_CN) is None
+        assert OcmEngine.agent_name("east", None) is None

@@ -2,6 +2,7 @@ import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import inventory
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.engine import KarmadaEngine
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
 
@@ -237,7 +238,7 @@ class TestAgentVersions:
     def test_observe_agents_reads_pull_members_with_a_kubeconfig(self, monkeypatch):
         read = []
         monkeypatch.setattr(inventory.client, "get_cluster", lambda options, name, role: read.append((name, role)) or name)
-        monkeypatch.setattr(inventory.engines.KarmadaEngine, "read_agent", lambda self, member: (
+        monkeypatch.setattr(KarmadaEngine, "read_agent", lambda self, member: (
             {"version": "v1.18.2", "problem": None} if member == "m1" else {"version": None, "problem": "no agent Deployment"}))
         clusters = observed("karmada", karmada("m1", mode="Pull"), karmada("m2", mode="Pull"), karmada("m3"),
                             karmada("m4", mode="Pull"))

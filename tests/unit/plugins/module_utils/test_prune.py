@@ -94,7 +94,7 @@ def test_without_listed_no_cluster_is_a_candidate_for_not_being_listed():
 
 
 def test_facts_of_member_objects():
-    pull = {"metadata": {"name": "m2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
+    pull = {"metadata": {"name": "m2", "annotations": {hub_record.CLUSTER_ID_ANNOTATION: "id"}},
             "spec": {"syncMode": "Pull", "id": "id"}, "status": {"conditions": [
                 {"type": "Ready", "status": "False", "lastTransitionTime": HOUR_AGO}]}}
     lease = {"spec": {"renewTime": SECONDS_AGO, "leaseDurationSeconds": 40}}
@@ -109,7 +109,7 @@ def test_facts_of_member_objects():
 
 
 def test_the_annotation_anyone_can_set_does_not_make_a_cluster_registered():
-    forged = {"metadata": {"name": "karmada-cert", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "anything"}},
+    forged = {"metadata": {"name": "karmada-cert", "annotations": {hub_record.CLUSTER_ID_ANNOTATION: "anything"}},
               "spec": {"syncMode": "Push", "id": "anything"}}
     problem = prune.facts("karmada", forged, None)["unregistered"]
     assert problem.startswith("not registered by this collection: there is no hub record "
@@ -178,7 +178,7 @@ def test_what_to_delete_is_never_taken_from_the_object(fake_cluster):
     member1 = push_cluster(hub, "member1", HOUR_AGO)
     push_cluster(hub, "member3", HOUR_AGO)
     hub.add(SECRET, {"metadata": {"name": "karmada-cert", "namespace": "kube-system"}, "data": {}})
-    hub.add(karmada.CLUSTER, {"metadata": {"name": "karmada-cert", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "x"}},
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "karmada-cert", "annotations": {hub_record.CLUSTER_ID_ANNOTATION: "x"}},
                               "spec": {"syncMode": "Push", "id": "x",
                                        "secretRef": {"namespace": "kube-system", "name": "karmada-cert"}}})
     hub.add(karmada.CLUSTER, {"metadata": {"name": "member1-impersonator"},
@@ -231,7 +231,7 @@ def test_prune_removes_only_what_was_confirmed(fake_cluster):
 
 def test_prune_removes_an_ocm_cluster_whose_lease_ran_out(fake_cluster):
     hub = fake_cluster
-    hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
+    hub.add(ocm.MANAGED_CLUSTER, {"metadata": {"name": "member2", "annotations": {hub_record.CLUSTER_ID_ANNOTATION: "id"}},
                                   "spec": {"leaseDurationSeconds": 60}})
     hub.add(CONFIG_MAP, hub_record.desired("ocm", "member2", "id"))
     hub.add(LEASE, {"metadata": {"name": ocm.CLUSTER_LEASE, "namespace": "member2"}, "spec": {"renewTime": HOUR_AGO}})
@@ -245,7 +245,7 @@ def test_prune_removes_an_ocm_cluster_whose_lease_ran_out(fake_cluster):
 
 def test_prune_removes_a_pull_member_with_its_works_rbac_and_csrs(fake_cluster):
     hub = fake_cluster
-    hub.add(karmada.CLUSTER, {"metadata": {"name": "member2", "annotations": {ocm.CLUSTER_ID_ANNOTATION: "id"}},
+    hub.add(karmada.CLUSTER, {"metadata": {"name": "member2", "annotations": {hub_record.CLUSTER_ID_ANNOTATION: "id"}},
                               "spec": {"syncMode": "Pull", "id": "id"}})
     hub.add(CONFIG_MAP, hub_record.desired("karmada", "member2", "id"))
     hub.add(LEASE, {"metadata": {"name": "member2", "namespace": "karmada-cluster"},

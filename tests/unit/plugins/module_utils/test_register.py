@@ -17,8 +17,8 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, registration, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -883,9 +883,9 @@ def test_ocm_absent_refuses_another_clusters_klusterlet(ca):
 
 def test_run_dispatches(ca, monkeypatch):
     calls = []
-    for flow in (KarmadaRegistration, OcmRegistration):
+    for engine, flow in (("karmada", KarmadaRegistration), ("ocm", OcmRegistration)):
         for step in ("present", "absent"):
-            name = "%s_%s" % (flow.engine, step)
+            name = "%s_%s" % (engine, step)
             monkeypatch.setattr(flow, step, lambda *args, _name=name, **kwargs: calls.append(_name) or {})
     for engine in ("karmada", "ocm"):
         register.run(None, None, reg(engine))

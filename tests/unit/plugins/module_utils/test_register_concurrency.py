@@ -12,9 +12,9 @@ import datetime
 import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, lease_lock, ocm, pki, registration
-from ansible_collections.multicluster.fleet.plugins.module_utils import register_karmada as karmada_flow
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import registration as karmada_flow
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_karmada import KarmadaRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_ocm import OcmRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET
 from conftest import FakeCluster

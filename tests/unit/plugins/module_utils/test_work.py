@@ -3,7 +3,8 @@ import re
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import work
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, work
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import works as ocm_works
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
@@ -13,8 +14,8 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.resources impor
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
        "spec": {"containers": [{"name": "hello", "image": "busybox"}]}}
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "default"}, "data": {"a": "1"}}
-OCM = work.WORKS["ocm"]
-KARMADA = work.WORKS["karmada"]
+OCM = engines.get("ocm").works
+KARMADA = engines.get("karmada").works
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def register(hub, engine, *names, accepted=True, namespace=True):
         else:
             hub.add(CLUSTER, {"metadata": {"name": name}, "spec": {"syncMode": "Push"}})
         if namespace:
-            hub.add(NAMESPACE, {"metadata": {"name": work.WORKS[engine].namespace(name)}})
+            hub.add(NAMESPACE, {"metadata": {"name": engines.get(engine).works.namespace(name)}})
 
 
 def condition(kind, status="True", reason="R", message="m", generation=None):
@@ -135,16 +136,16 @@ class TestValidateManifests:
 
 class TestOcmOptions:
     def test_delete_options(self):
-        assert work.ocm_delete_option(None) is None
-        assert work.ocm_delete_option({"propagation_policy": "Orphan", "orphaning_rules": None}) == {"propagationPolicy": "Orphan"}
+        assert ocm_works.delete_option(None) is None
+        assert ocm_works.delete_option({"propagation_policy": "Orphan", "orphaning_rules": None}) == {"propagationPolicy": "Orphan"}
         rules = [{"group": "", "resource": "configmaps", "name": "keep", "namespace": "default"},
                  {"group": "apps", "resource": "deployments", "name": "web", "namespace": None}]
-        assert work.ocm_delete_option({"propagation_policy": "SelectivelyOrphan", "orphaning_rules": rules}) == {
+        assert ocm_works.delete_option({"propagation_policy": "SelectivelyOrphan", "orphaning_rules": rules}) == {
             "propagationPolicy": "SelectivelyOrphan", "selectivelyOrphans": {"orphaningRules": [
                 {"resource": "configmaps", "name": "keep", "namespace": "default"},
                 {"group": "apps", "resource": "deployments", "name": "web"}]}}
         with pytest.raises(FleetError, match="orphaning_rules only apply with propagation_policy SelectivelyOrphan, not Foreground"):
-            work.ocm_delete_option({"propagation_policy": "Foreground", "orphaning_rules": rules})
+            ocm_works.delete_option({"propagation_policy": "Foreground", "orphaning_rules": rules})
 
     def test_manifest_configs(self):
         configs = [{"resource_identifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "default"},
@@ -155,7 +156,7 @@ class TestOcmOptions:
                    {"resource_identifier": {"resource": "configmaps", "name": "cm"}, "feedback_rules": None,
                     "update_strategy": {"type": "CreateOnly", "server_side_apply": None}},
                    {"resource_identifier": {"resource": "secrets", "name": "s"}}]
-        assert work.ocm_manifest_configs(configs) == [
+        assert ocm_works.manifest_configs(configs) == [
             {"resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "default"},
              "feedbackRules": [{"type": "WellKnownStatus"},
                                {"type": "JSONPaths", "jsonPaths": [{"name": "ready", "path": ".readyReplicas"},
@@ -163,7 +164,7 @@ class TestOcmOptions:
              "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"force": True, "fieldManager": "work-agent-x"}}},
             {"resourceIdentifier": {"resource": "configmaps", "name": "cm"}, "updateStrategy": {"type": "CreateOnly"}},
             {"resourceIdentifier": {"resource": "secrets", "name": "s"}}]
-        assert work.ocm_manifest_configs(None) == []
+        assert ocm_works.manifest_configs(None) == []
 
     @pytest.mark.parametrize("config,message", [
         ({"feedback_rules": [{"type": "JSONPaths", "json_paths": []}]}, "manifest_configs[0]: feedback rule type JSONPaths needs json_paths"),
@@ -176,7 +177,7 @@ class TestOcmOptions:
     ])
     def test_bad_manifest_configs(self, config, message):
         with pytest.raises(FleetError, match=re.escape(message)):
-            work.ocm_manifest_configs([dict(config, resource_identifier={"resource": "r", "name": "n"})])
+            ocm_works.manifest_configs([dict(config, resource_identifier={"resource": "r", "name": "n"})])
 
 
 class TestBuild:
@@ -411,7 +412,7 @@ class TestFanOutAndChecks:
         register(hub, "ocm", "pending", accepted=False)
         register(hub, "ocm", "nons", namespace=False)
         with pytest.raises(FleetError) as caught:
-            work.check_clusters(hub, OCM, ["ok", "pending", "lost", "nons"])
+            work.check_clusters(hub, engines.get("ocm"), ["ok", "pending", "lost", "nons"])
         assert caught.value.msg == (
             "cluster 'hub' (https://fake): "
             "cannot deliver ManifestWork to every cluster: cluster 'pending' is not accepted: ManagedCluster pending has "
@@ -419,17 +420,17 @@ class TestFanOutAndChecks:
             "cluster 'lost' is not registered on the hub (no ManagedCluster named lost); cluster 'nons' has no namespace nons "
             "on the hub yet (the hub controllers create it for a registered and accepted cluster)")
         assert caught.value.details == {"clusters_failed": ["lost", "nons", "pending"]}
-        work.check_clusters(hub, OCM, ["ok"])
+        work.check_clusters(hub, engines.get("ocm"), ["ok"])
 
     def test_karmada_clusters_need_their_execution_namespace(self, hub):
         register(hub, "karmada", "m1")
         register(hub, "karmada", "m2", namespace=False)
-        work.check_clusters(hub, KARMADA, ["m1"])
+        work.check_clusters(hub, engines.get("karmada"), ["m1"])
         with pytest.raises(FleetError, match="cluster 'm2' has no namespace karmada-es-m2 on the hub yet"):
-            work.check_clusters(hub, KARMADA, ["m1", "m2"])
+            work.check_clusters(hub, engines.get("karmada"), ["m1", "m2"])
         hub.objects[NAMESPACE.path(name="karmada-es-m1")]["metadata"]["deletionTimestamp"] = "2026-11-22T03:21:02Z"
         with pytest.raises(FleetError, match="cluster 'm1' has its namespace karmada-es-m1 on the hub being deleted"):
-            work.check_clusters(hub, KARMADA, ["m1"])
+            work.check_clusters(hub, engines.get("karmada"), ["m1"])
 
 
 class TestDeliverAndRemove:

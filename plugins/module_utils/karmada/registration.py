@@ -24,8 +24,7 @@ __metaclass__ = type
 import base64
 import secrets
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, hub_record, karmada, objects, ocm, pki, \
-    resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, hub_record, karmada, objects, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -174,7 +173,6 @@ def hub_objects(name):
 class KarmadaRegistration(Registrar):
     """Register (:meth:`present`, then :meth:`agent`) or unregister (:meth:`absent`) a member in Pull mode."""
 
-    engine = "karmada"
     certificate_pem = None  # the agent certificate the member holds after present(), None when not known (check mode)
     hub_sha256 = None  # karmada.hub_fingerprint of the agent kubeconfig the member holds after present()
 
@@ -535,11 +533,11 @@ class KarmadaRegistration(Registrar):
         return merge_written(registered, report)
 
     def _mark(self, hub, cluster_id):
-        """Record ``cluster_id`` on the Cluster the agent created (ocm.CLUSTER_ID_ANNOTATION, as push join and OCM's accept
+        """Record ``cluster_id`` on the Cluster the agent created (hub_record.CLUSTER_ID_ANNOTATION, as push join and OCM's accept
         do), once it is there and is this member's: the mark of a cluster this collection registered (prune.py)."""
         cluster = resources.get(hub, karmada.CLUSTER, self.reg.cluster_name)
         if cluster is not None and karmada.recorded_cluster_id(cluster) == cluster_id:
-            self.ensure(hub, karmada.CLUSTER, ocm.cluster_id_annotation(self.reg.cluster_name, cluster_id))
+            self.ensure(hub, karmada.CLUSTER, hub_record.cluster_id_annotation(self.reg.cluster_name, cluster_id))
             # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
             self.ensure(hub, CONFIG_MAP, hub_record.desired("karmada", self.reg.cluster_name, cluster_id))
 

@@ -10,6 +10,7 @@ __metaclass__ = type
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
 from ansible_collections.multicluster.fleet.plugins.module_utils import pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
 
 MANAGED_CLUSTER = Kind("cluster.open-cluster-management.io/v1", "ManagedCluster", "managedclusters", False)
 MANIFEST_WORK = Kind("work.open-cluster-management.io/v1", "ManifestWork", "manifestworks", True)
@@ -50,20 +51,9 @@ BOOTSTRAP_SERVICE_ACCOUNT = "agent-registration-bootstrap"
 BOOTSTRAP_SERVICE_ACCOUNT_USER = "system:serviceaccount:%s:%s" % (OPERATOR_NAMESPACE, BOOTSTRAP_SERVICE_ACCOUNT)
 
 
-# The member's cluster id (its kube-system UID) on its ManagedCluster, recorded by the collection's acceptance: OCM
-# keeps no cluster id of its own, and one name must stay one cluster.
-# The collection's mark on a member object: the cluster id, recorded when it registers or accepts the cluster (also on
-# Karmada Clusters, karmada.py); what tells a cluster this collection registered from one it did not (prune.py).
-CLUSTER_ID_ANNOTATION = "multicluster.fleet/cluster-id"
-
 # OCM has no cordon of its own: this collection's cordon is a NoSelect taint of its own key in spec.taints, which
 # Placements that do not tolerate it no longer select.
 CORDON_TAINT = {"key": "multicluster.fleet/cordoned", "effect": "NoSelect"}
-
-
-def cluster_id_annotation(name, cluster_id):
-    """The merge patch that records ``cluster_id`` on member object ``name`` (ManagedCluster or Karmada Cluster)."""
-    return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}}
 
 
 def recorded_cluster_id(obj):

@@ -13,15 +13,17 @@ import re
 from urllib.parse import urlsplit
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import Kind, condition_is, conditions_of
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import DNS1123_LABEL_RE, Kind, condition_is, conditions_of
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_ID_ANNOTATION
+from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
 # The taint karmadactl cordon adds to a Cluster's spec.taints (and uncordon removes): the scheduler places nothing new
 # there (pkg/apis/cluster/v1alpha1/well_known_constants.go TaintClusterUnscheduler).
 CORDON_TAINT = {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule"}
+# The labels karmadactl init gives the hub objects members need to register.
+HUB_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
 
 
 # --- Pull registration (karmadactl register / unregister), docs/architecture.md 4.4 -------------------
@@ -249,6 +251,11 @@ def agent_member_objects():
     ]
 
 
+def is_push(obj):
+    """Cluster ``obj`` (or None) is a Push member: karmadactl join made it, and no agent runs for it."""
+    return ((obj or {}).get("spec") or {}).get("syncMode") == "Push"
+
+
 def summarize_cluster(obj):
     """The engine-neutral summary :func:`fleet.summarize` returns for a Karmada ``Cluster``."""
     spec = obj.get("spec") or {}
@@ -293,7 +300,6 @@ CLUSTER_ROLE_RULES = [
     {"nonResourceURLs": ["*"], "verbs": ["get"]},
 ]
 CLUSTER_NAME_MAX_LENGTH = 48  # "karmada-es-" + name must stay a valid namespace name
-DNS1123_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 # Namespaces that unjoin must never delete on a member.
 RESERVED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROXY_SCHEMES = ("http", "https", "socks5")

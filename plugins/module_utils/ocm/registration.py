@@ -49,7 +49,7 @@ def _refuse_another_klusterlet(runtime, placement, name, doing):
 def remove_from_hub(hub, name, delete):
     """The hub side of unjoining ``name`` (4.6): its ManagedCluster, awaited (the hub's registration controller removes
     the cluster's RBAC before it lets the object go), then :func:`hub_objects`. ``delete`` as in
-    :func:`register_karmada.remove_from_hub`."""
+    :func:`karmada.registration.remove_from_hub`."""
     delete(hub, ocm.MANAGED_CLUSTER, name, wait=True)
     for kind, namespace, object_name in hub_objects(name):
         delete(hub, kind, object_name, namespace)
@@ -66,7 +66,6 @@ class OcmRegistration(Registrar):
     """Join (:meth:`present`, then :meth:`accept`) or unjoin (:meth:`absent`) a member; the klusterlet runs on
     ``runtime``: the member, or in Hosted modes the hosting cluster."""
 
-    engine = "ocm"
     removed_from_hub = None  # why the hub no longer honours the klusterlet's certificate (_removed_from_hub), or None
 
     def run(self):
@@ -299,7 +298,7 @@ class OcmRegistration(Registrar):
                 verb = "approved" if ref.startswith(CSR.kind) else "accepted (hubAcceptsClient)"
                 report.add(hub, Accepted(ref, verb, diff))
             # the cluster id the identity check of later registrations compares with (OCM keeps none)
-            self.ensure(hub, reg.engine.member_kind, ocm.cluster_id_annotation(name, registered["cluster_id"]))
+            self.ensure(hub, reg.engine.member_kind, hub_record.cluster_id_annotation(name, registered["cluster_id"]))
             # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
             self.ensure(hub, CONFIG_MAP, hub_record.desired("ocm", name, registered["cluster_id"]))
             if waits:
