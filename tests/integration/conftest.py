@@ -21,6 +21,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab"))
 
+# Helpers that assert on the tests' behalf: pytest rewrites their asserts as it does a test file's, so that a failure
+# shows the values compared.
+pytest.register_assert_rewrite("agents", "playbooks")
+
 import lab as fleet_lab  # noqa: E402  (tests/lab is not a package)
 import labstate  # noqa: E402
 import simulate  # noqa: E402

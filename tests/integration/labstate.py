@@ -1,11 +1,13 @@
 """The state of the lab's clusters, for tests that must leave it as they found it.
 
 ``snapshot`` lists (or dumps) every object of the kinds the playbooks write, per cluster; ``admin_token``
-gives a ServiceAccount token that may do everything on a lab cluster.
+gives a ServiceAccount token that may do everything on a lab cluster; ``closed_port`` a port of 127.0.0.1 that
+nothing listens on, for a cluster that does not answer.
 """
 
 import base64
 import json
+import socket
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 
@@ -132,3 +134,11 @@ def admin_token(api, name="fleet-test-admin"):
     def issued():
         return (api.get(secret).get("data") or {}).get("token")
     return base64.b64decode(fleet_lab.wait_for(issued, 30, "the token of ServiceAccount kube-system/" + name)).decode()
+
+
+def closed_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port

@@ -1,6 +1,5 @@
 """cluster_info against the lab hub: real API server, real CRDs, real authentication and RBAC."""
 
-import socket
 import threading
 
 import pytest
@@ -8,6 +7,7 @@ import pytest
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
+from labstate import closed_port
 from runner import run_module, run_playbook
 
 KARMADA_OBJECTS = [
@@ -173,14 +173,6 @@ class TestWait:
     def test_bad_input(self, hub, args, message):
         result = run_module("cluster_info", dict(hub, engine="karmada", wait=True, **args))
         assert result["rc"] == 1 and message in result["msg"]
-
-
-def closed_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 class TestBadInput:

@@ -17,8 +17,9 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, join, karmada, ocm, pki, resources, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, join, karmada, ocm, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from agents import agent_csrs, approve_when_posted, auth, connection, delete_all, delete_token, join_credentials
 from runner import run_module
 
 import lab as fleet_lab
@@ -31,42 +32,9 @@ O_NAME, O_MEMBER = "reg-o1", "member1"
 H_NAME, H_MEMBER, H_HOSTING = "reg-h1", "member2", "hub"  # OCM Hosted: member2's klusterlet runs on the hub cluster
 
 
-def auth(lab, name):
-    return {"kubeconfig": lab.clusters[name]["kubeconfig"], "context": name}
-
-
-def connection(auth_dict, label):
-    return client.get_cluster(auth_dict, label)
-
-
-def agent_csrs(hub_api, name):
-    return sorted(c["metadata"]["name"] for c in resources.list_objects(hub_api, CSR) if c["metadata"]["name"].startswith(name + "-"))
-
-
-def delete_all(items):
-    """Delete ``(cluster, kind, name, namespace)`` items, then wait for each: namespaces terminate in parallel."""
-    for cluster, kind, name, namespace in items:
-        resources.delete(cluster, kind, name, namespace)
-    for cluster, kind, name, namespace in items:
-        resources.wait_until_gone(cluster, kind, name, namespace)
-
-
 def no_secret_in(result, *values):
     text = json.dumps(result)
     return all(value not in text for value in values) and "PRIVATE KEY" not in text
-
-
-def approve_when_posted(lab, engine, name, known, run):
-    """Run ``run()`` (a cluster_register call) while csr_accept approves the CSR it posts; return its result."""
-    hub_api = connection(auth(lab, "hub"), "hub")
-    result = {}
-    thread = threading.Thread(target=lambda: result.update(run()))
-    thread.start()
-    resources.wait_until(lambda: (bool(set(agent_csrs(hub_api, name)) - set(known)), "no new CSR"), 30, "the agent CSR")
-    accepted = run_module("csr_accept", dict(auth(lab, "hub"), engine=engine, clusters=[name]))
-    assert accepted["rc"] == 0, accepted.get("msg")
-    thread.join(60)
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -84,24 +52,6 @@ def hub_prepared(lab, hub_api):
         hub.remove_registration(hub_api, engine)
     if not had_ocm_namespace:
         delete_all([(hub_api, NAMESPACE, ocm.OPERATOR_NAMESPACE, None)])
-
-
-def join_credentials(lab, hub_api, engine, service_account=False):
-    """What bootstrap_token hands out: a token of this module's own, the hub URL and the CA pins."""
-    if service_account:
-        token = tokens.service_account_token(hub_api, 3600)["token"]
-    else:
-        token = bootstrap.generate_token()
-        token_id, secret = token.split(".")
-        group = bootstrap.KARMADA_DEFAULT_GROUP if engine == "karmada" else bootstrap.OCM_DEFAULT_GROUP
-        resources.ensure(hub_api, SECRET, bootstrap.token_secret(token_id, secret, ttl_seconds=3600, groups=[group]))
-    with open(lab.clusters["hub"]["ca_cert"]) as handle:
-        pins = bootstrap.pins_of_bundle(handle.read())
-    return {"token": token, "hub_apiserver": lab.clusters["hub"]["server"], "ca_cert_hashes": pins}
-
-
-def delete_token(hub_api, join):
-    resources.delete(hub_api, SECRET, bootstrap.SECRET_NAME_PREFIX + join["token"].split(".")[0], bootstrap.SECRET_NAMESPACE)
 
 
 @pytest.fixture(scope="module")

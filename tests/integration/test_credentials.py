@@ -23,8 +23,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import bootstra
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from runner import ROOT, run_module, run_playbook
-from test_cluster_info import closed_port
-from labstate import admin_token, changes, snapshot
+from labstate import admin_token, changes, closed_port, snapshot
 
 PREFIX = "fleet-creds"  # names (and token descriptions) of everything these tests create
 SERVICE_ACCOUNT = "fleet-test-awx"  # kube-system ServiceAccount on the hub whose token the AWX credential holds

@@ -18,12 +18,12 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
+from playbooks import play, write_inventory
 from runner import run_module, summary
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py
 import sim_karmada_agent
 import sim_klusterlet
-from test_site import play, write_inventory
 
 WAIT = 90  # seconds a verdict may take to show or to clear (a simulation's next round, an RBAC cache)
 RBAC = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/"

@@ -14,7 +14,6 @@ registers, and the run fails for each); a Push member is not made a Pull one sil
 Each class registers its fleet once with site.yml and detaches it after its tests.
 """
 
-import base64
 import json
 import os
 import subprocess
@@ -23,9 +22,9 @@ import sys
 import pytest
 import yaml
 
+from agents import can_i, join_token_client, karmada_agent, ocm_agent
 from labstate import snapshot
 from runner import COLLECTIONS, ROOT, recap_of, run_playbook, summary, summary_rows
-from sim_base import AgentClient
 
 import lab as fleet_lab
 
@@ -93,53 +92,6 @@ def refused_before_anything_is_written(lab, path, hosts, message):
     assert message in done.stdout, done.stdout[-4000:]
     assert snapshot(lab, contents=True) == before
     return done
-
-
-def secret_data(api, namespace, name, key):
-    return base64.b64decode(api.get("/api/v1/namespaces/%s/secrets/%s" % (namespace, name))["data"][key])
-
-
-def karmada_agent(lab, member, tmp_path):
-    """A hub client with the credentials of ``member``'s karmada-agent (Secret karmada-system/karmada-kubeconfig)."""
-    kubeconfig = secret_data(lab.api(member), "karmada-system", "karmada-kubeconfig", "karmada-kubeconfig")
-    return AgentClient.from_kubeconfig(kubeconfig, str(tmp_path / ("agent-" + member)))
-
-
-def ocm_agent(lab, member, tmp_path):
-    """A hub client with the credentials of ``member``'s registration agent (Secret hub-kubeconfig-secret)."""
-    api = lab.api(member)
-    kubeconfig = yaml.safe_load(secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "kubeconfig"))
-    cluster = kubeconfig["clusters"][0]["cluster"]
-    return AgentClient(cluster["server"], base64.b64decode(cluster["certificate-authority-data"]),
-                       str(tmp_path / ("agent-" + member)),
-                       cert_pem=secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "tls.crt"),
-                       key_pem=secret_data(api, "open-cluster-management-agent", "hub-kubeconfig-secret", "tls.key"))
-
-
-def join_token_client(lab, group, tmp_path):
-    """A hub client with a bootstrap token of ``group`` (the join token site.yml gives the members)."""
-    hub = lab.api(lab.hub)
-    for secret in hub.get("/api/v1/namespaces/kube-system/secrets")["items"]:
-        data = dict((k, base64.b64decode(v).decode()) for k, v in (secret.get("data") or {}).items())
-        if secret.get("type") == "bootstrap.kubernetes.io/token" and group in data.get("auth-extra-groups", "").split(","):
-            info = lab.clusters[lab.hub]
-            with open(info["ca_cert"]) as handle:
-                ca_pem = handle.read()
-            return AgentClient(info["server"], ca_pem, str(tmp_path / "join-token"),
-                               token="%s.%s" % (data["token-id"], data["token-secret"]))
-    raise AssertionError("no bootstrap token of group %s on the hub" % group)
-
-
-def can_i(client, verb, group, resource, name=None, namespace=None, subresource=None):
-    """Whether the hub allows ``client`` the request - as ``kubectl auth can-i`` asks it (SelfSubjectAccessReview)."""
-    attributes = {"verb": verb, "group": group, "resource": resource}
-    for key, value in (("name", name), ("namespace", namespace), ("subresource", subresource)):
-        if value:
-            attributes[key] = value
-    review = client.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                         {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                          "spec": {"resourceAttributes": attributes}})
-    return review["status"]["allowed"]
 
 
 def status_of(client, method, path, body=None):

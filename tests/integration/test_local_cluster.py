@@ -10,8 +10,8 @@ registration agent, run on the hub cluster like on any member (tests/lab/simulat
 import pytest
 
 from labstate import changes, snapshot
+from playbooks import check_play, play, write_inventory
 from runner import failures, run_playbook, summary
-from test_site import check_play, play, write_inventory
 
 SELF = {"hub_init_ocm_register_self": True}
 MANAGED_CLUSTERS = "/apis/cluster.open-cluster-management.io/v1/managedclusters"

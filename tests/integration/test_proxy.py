@@ -22,8 +22,8 @@ import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, hub, karmada, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from agents import agent_csrs, approve_when_posted, auth, delete_all, delete_token, join_credentials
 from runner import recap_of, run_module, run_playbook
-from test_cluster_register import agent_csrs, approve_when_posted, auth, delete_all, delete_token, join_credentials
 
 import lab as fleet_lab
 from sim_karmada_agent import SimulatedKarmadaAgent

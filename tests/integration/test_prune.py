@@ -23,13 +23,13 @@ import re
 
 import pytest
 
+from agents import can_i, join_token_client, karmada_agent, ocm_agent
 from labstate import changes, snapshot
+from playbooks import play as site_play, write_inventory
 
 import lab as fleet_lab
 import sim_karmada_agent
 import sim_klusterlet
-from test_hub_isolation import can_i, join_token_client, karmada_agent, ocm_agent
-from test_site import play as site_play, write_inventory
 
 FOREIGN = "foreign-prune"
 KARMADA_CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from labstate import changes, snapshot
+from playbooks import check_play, hub_csrs, play, write_inventory
 
 import sim_karmada_agent
-from test_site import check_play, hub_csrs, play, write_inventory
 
 HUB_CHANGE = "its hub kubeconfigs for the hub's new"  # the summary's line per member that follows the hub
 KARMADA_SECRET = "/api/v1/namespaces/karmada-system/secrets/karmada-kubeconfig"

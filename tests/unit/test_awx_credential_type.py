@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from awx_job import CredentialTypeError, inject_credential, validate_credential_type
-from test_packaging import ROOT
+from source_tree import ROOT
 
 KUBECONFIG = """apiVersion: v1
 kind: Config

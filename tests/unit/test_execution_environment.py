@@ -19,7 +19,7 @@ import tarfile
 import pytest
 import yaml
 
-from test_packaging import ROOT, _ansible_galaxy, _source_files
+from source_tree import ROOT, ansible_galaxy, source_files
 
 
 def requirement_lines(path):
@@ -69,7 +69,7 @@ def context(request, tmp_path_factory):
     builder = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
     assert os.path.exists(builder), "ansible-builder is not installed beside %s (tests/requirements.txt)" % sys.executable
     source = tmp_path_factory.mktemp("checkout")
-    for path in _source_files():
+    for path in source_files():
         target = source / path
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(os.path.join(ROOT, path), str(target))
@@ -123,7 +123,7 @@ def test_image_build_resolves_the_collections_requirements(context, tmp_path):
     collections = tmp_path / "collections"
     tarball = next((context / "_build" / "collection").glob("*.tar.gz"))
     # --force: the test session's ANSIBLE_COLLECTIONS_PATH already holds the checkout as multicluster.fleet
-    run([_ansible_galaxy(), "collection", "install", "--offline", "--force", str(tarball), "--collections-path", str(collections)])
+    run([ansible_galaxy(), "collection", "install", "--offline", "--force", str(tarball), "--collections-path", str(collections)])
     resolved = tmp_path / "requirements.txt"
     run([sys.executable, str(context / "_build" / "scripts" / "introspect.py"), "introspect", str(collections),
          "--user-pip=%s" % (context / "_build" / "requirements.txt"), "--write-pip=%s" % resolved])

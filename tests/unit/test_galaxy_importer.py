@@ -21,7 +21,7 @@ import sys
 import pytest
 import yaml
 
-from test_packaging import ROOT, _ansible_galaxy, copy_sources
+from source_tree import ROOT, ansible_galaxy, copy_sources
 
 REPOSITORY = "https://example.invalid/multicluster/fleet"
 
@@ -58,7 +58,7 @@ def imported(tmp_path_factory):
     copy_sources(source)
     with open(str(source / "galaxy.yml"), "a") as handle:
         handle.write("repository: %s\n" % REPOSITORY)
-    done = subprocess.run([_ansible_galaxy(), "collection", "build", "--output-path", str(output), str(source)],
+    done = subprocess.run([ansible_galaxy(), "collection", "build", "--output-path", str(output), str(source)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert done.returncode == 0, done.stdout
     tarball = next(output.glob("multicluster-fleet-*.tar.gz"))

@@ -8,7 +8,6 @@ artifact, installed, runs every module through its action plugin.
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,7 +16,7 @@ import textwrap
 import pytest
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from source_tree import ROOT, ansible_galaxy, copy_sources, source_files
 
 # Everything the artifact may hold at its top level. MANIFEST.json and FILES.json are written by
 # ansible-galaxy; the rest is content of this collection.
@@ -52,29 +51,6 @@ GENERATED = {
 }
 
 
-def _source_files():
-    """The collection's source files: tracked, or new and not ignored (what the next commit holds)."""
-    try:
-        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout.decode("utf-8")
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.fail("this test reads the source files from git, in a git checkout with git installed: %s" % exc)
-    return sorted(p for p in set(listed.split("\0")) if p and os.path.isfile(os.path.join(ROOT, p)))
-
-
-def copy_sources(target):
-    """Copy the source files into the directory ``target``, a symbolic link as a link (the action plugins)."""
-    for path in _source_files():
-        destination = os.path.join(str(target), path)
-        os.makedirs(os.path.dirname(destination), exist_ok=True)
-        shutil.copy2(os.path.join(ROOT, path), destination, follow_symlinks=False)
-
-
-def _ansible_galaxy():
-    beside_python = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
-    return beside_python if os.path.exists(beside_python) else shutil.which("ansible-galaxy")
-
-
 def _is_hidden(path):
     return any(part.startswith(".") for part in path.split("/"))
 
@@ -84,13 +60,13 @@ def built(tmp_path_factory):
     """``(source files, tarball member names)`` of the collection built from a copy with generated files."""
     source = tmp_path_factory.mktemp("source")
     output = tmp_path_factory.mktemp("output")
-    files = _source_files()
+    files = source_files()
     copy_sources(source)
     for path, content in GENERATED.items():
         target = source / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content)
-    galaxy = _ansible_galaxy()
+    galaxy = ansible_galaxy()
     assert galaxy, "ansible-galaxy not found beside %s or on PATH" % sys.executable
     done = subprocess.run([galaxy, "collection", "build", "--output-path", str(output), str(source)],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
@@ -147,7 +123,7 @@ def test_every_module_runs_through_its_action_plugin_once_installed(built, tmp_p
     installed = tmp_path / "collections"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}  # not the checkout (tests/conftest.py)
     env.update(ANSIBLE_COLLECTIONS_PATH=str(installed), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="false")
-    done = subprocess.run([_ansible_galaxy(), "collection", "install", "--offline", "-p", str(installed), str(built[2])],
+    done = subprocess.run([ansible_galaxy(), "collection", "install", "--offline", "-p", str(installed), str(built[2])],
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     assert done.returncode == 0, done.stdout
     playbook = tmp_path / "modules.yml"

@@ -1,86 +1,22 @@
 """Accepting clusters: what gets approved, denied and accepted, and what is written (or only dry-run)."""
 
-import base64
-import copy
-import functools
-
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import accept, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
+from accept_fakes import Hub, csr_request, managed_cluster, ocm_csr
 
 CSR = resources.CSR
 
 
-@functools.lru_cache(maxsize=None)
-def _key():
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _request(cn, orgs):
-    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-                     + [x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    pem = x509.CertificateSigningRequestBuilder().subject_name(name).sign(_key(), hashes.SHA256())
-    return base64.b64encode(pem.public_bytes(serialization.Encoding.PEM)).decode()
-
-
-def ocm_csr(name, cluster="east", user="system:bootstrap:abc123", cn=None, usages=None, labels=None):
-    cn = cn or "system:open-cluster-management:%s:agent1" % cluster
-    orgs = ["system:open-cluster-management:%s" % cluster, "system:open-cluster-management:managed-clusters"]
-    return {"metadata": {"name": name, "labels": labels or {"open-cluster-management.io/cluster-name": cluster}},
-            "spec": {"request": _request(cn, orgs), "signerName": "kubernetes.io/kube-apiserver-client",
-                     "usages": usages or ["digital signature", "key encipherment", "client auth"],
-                     "username": user, "groups": ["system:bootstrappers", "system:authenticated"]}}
-
-
 def karmada_csr(name, cluster="east", cn=None, user="system:bootstrap:e214n7", labels=None):
     return {"metadata": {"name": name, "labels": labels or {"karmada.io/system": "true"}},
-            "spec": {"request": _request(cn or "system:karmada:agent:%s" % cluster, ["system:karmada:agents"]),
+            "spec": {"request": csr_request(cn or "system:karmada:agent:%s" % cluster, ["system:karmada:agents"]),
                      "signerName": "kubernetes.io/kube-apiserver-client",
                      "usages": ["digital signature", "key encipherment", "client auth"],
                      "username": user, "groups": ["system:bootstrappers"]}}
-
-
-class Hub:
-    """The unit tests' FakeCluster plus the CSR ``approval`` subresource (PUT, resourceVersion-guarded)."""
-
-    def __init__(self, fake):
-        self.fake = fake
-        self.name, self.role = fake.name, fake.role
-        self.label = fake.label
-        self.conflicts = 0
-
-    def add(self, kind, obj):
-        return self.fake.add(kind, obj)
-
-    def get(self, kind, name):
-        return self.fake.objects.get(kind.path(name=name))
-
-    def writes(self):
-        return [(m, p, q) for m, p, q in self.fake.calls if m != "GET"]
-
-    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
-        if method == "PUT" and path.endswith("/approval"):
-            self.fake.calls.append((method, path, dict(query or {})))
-            target = path[:-len("/approval")]
-            current = self.fake.objects[target]
-            if self.conflicts or body["metadata"]["resourceVersion"] != current["metadata"]["resourceVersion"]:
-                self.conflicts = max(0, self.conflicts - 1)
-                raise Conflict("conflict", 409, "Conflict")
-            stored = copy.deepcopy(current)
-            stored.setdefault("status", {})["conditions"] = body["status"]["conditions"]
-            if (query or {}).get("dryRun") != "All":
-                stored["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1000)
-                self.fake.objects[target] = stored
-            return copy.deepcopy(stored)
-        return self.fake.request(method, path, body, query, content_type, timeout)
 
 
 @pytest.fixture
@@ -90,13 +26,6 @@ def hub(fake_cluster):
 
 def conditions(hub, name):
     return [(c["type"], c["reason"]) for c in (hub.get(CSR, name).get("status") or {}).get("conditions") or []]
-
-
-def managed_cluster(hub, name="east", accepted=False, joined=False):
-    obj = {"metadata": {"name": name}, "spec": {"hubAcceptsClient": accepted}}
-    if joined:
-        obj["status"] = {"conditions": [{"type": "ManagedClusterJoined", "status": "True"}]}
-    return hub.add(MANAGED_CLUSTER, obj)
 
 
 def failure(call):

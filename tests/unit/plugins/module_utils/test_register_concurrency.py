@@ -20,8 +20,8 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
-from test_register import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg,
-                           registration_of, secret_text)
+from register_fakes import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg,
+                            registration_of, secret_text)
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import DISCOVERY_RETRY_INTERVAL, discover
-from test_register import registration_of
+from register_fakes import registration_of
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 TOKEN_ID = "abcdef"

@@ -20,7 +20,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
-from test_register import AGENT_SECRET_PATH, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, joined, reg
+from register_fakes import AGENT_SECRET_PATH, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, joined, reg
 
 PROXY = "http://proxy.example:3128"
 HTTPS_PROXY = "https://proxy.example:3129"
