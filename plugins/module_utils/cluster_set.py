@@ -15,7 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, placement, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 EXCLUSIVE = "ExclusiveClusterSetLabel"

@@ -23,7 +23,8 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, join, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.diagnose import parse_time
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE

@@ -352,7 +352,8 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import addon, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import addon
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 

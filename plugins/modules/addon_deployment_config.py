@@ -167,7 +167,7 @@ spec_hash:
   sample: 6d7257aad96a0dffdac96a92da3da2edc43e469556483546b06a622438515e9e
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import addon
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import addon
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 

@@ -223,7 +223,7 @@ changes:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.join import join, unjoin
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.join import join, unjoin
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 
 

@@ -244,7 +244,8 @@ objects:
   sample: ["ManagedClusterSet/prod: created", "ManagedCluster/cluster1: updated", "ManagedClusterSetBinding/apps/prod: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, fleet, placement
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 

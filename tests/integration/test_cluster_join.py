@@ -12,7 +12,8 @@ import socket
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, join, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, NAMESPACE, SECRET, SERVICE_ACCOUNT,

@@ -17,7 +17,8 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, join, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
 from agents import agent_csrs, approve_when_posted, auth, connection, delete_all, delete_token, join_credentials
 from runner import run_module

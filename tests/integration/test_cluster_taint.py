@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client, engines, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.placement import decided_clusters, decisions
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.placement import decided_clusters, decisions
 from ocm_fleet import OcmFleet, fails, ok
 from runner import ROOT, recap_of, run_module, run_playbook
 

@@ -9,8 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import hub_record, join, karmada, prune, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import hub_record, karmada, prune, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join, registration
 
 
 def _plan_push(hub, obj, record):

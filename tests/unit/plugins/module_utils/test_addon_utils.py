@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import addon, placement
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import addon, placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     ADDON_DEPLOYMENT_CONFIG, CLUSTER_MANAGEMENT_ADDON, MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON, MANAGED_CLUSTER_SET,

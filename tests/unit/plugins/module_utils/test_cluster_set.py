@@ -1,6 +1,7 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, engines, placement
+from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     CLUSTER_SET_LABEL, MANAGED_CLUSTER, MANAGED_CLUSTER_SET, MANAGED_CLUSTER_SET_BINDING, PLACEMENT)

@@ -6,7 +6,8 @@ import itertools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import join, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import placement
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     MANAGED_CLUSTER_SET, MANAGED_CLUSTER_SET_BINDING, PLACEMENT, PLACEMENT_DECISION)

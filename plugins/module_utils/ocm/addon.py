@@ -26,7 +26,8 @@ import hashlib
 import json
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, placement, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 LIFECYCLE_ANNOTATION = "addon.open-cluster-management.io/lifecycle"
