@@ -160,7 +160,8 @@ def _body(kind, desired):
     return body
 
 
-def _dry_run(check_mode):
+def dry_run_query(check_mode):
+    """The query of a write: the API server's dry run in check mode."""
     return {"dryRun": "All"} if check_mode else None
 
 
@@ -196,7 +197,7 @@ def ensure(cluster, kind, desired, check_mode=False):
         existing = get(cluster, kind, name, namespace)
         if existing is None:
             try:
-                created = cluster.request("POST", kind.path(namespace), body=body, query=_dry_run(check_mode))
+                created = cluster.request("POST", kind.path(namespace), body=body, query=dry_run_query(check_mode))
             except Conflict:
                 continue  # created concurrently: reconcile against it
             except NotFound:
@@ -210,7 +211,7 @@ def ensure(cluster, kind, desired, check_mode=False):
         patch["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         try:
             updated = cluster.request("PATCH", kind.path(namespace, name), body=patch,
-                                      query=_dry_run(check_mode), content_type=MERGE_PATCH)
+                                      query=dry_run_query(check_mode), content_type=MERGE_PATCH)
         except Conflict:
             continue
         return Outcome(kind, name, namespace, "updated", existing, updated)
