@@ -327,19 +327,6 @@ def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Read
     return seen["obj"]
 
 
-def wait_argument_spec(condition=False):
-    """The argument spec of the wait options (doc fragment ``multicluster.fleet.wait``, and its ``condition``)."""
-    spec = dict(wait=dict(type="bool", default=False), wait_timeout=dict(type="int", default=120),
-                wait_sleep=dict(type="int", default=WAIT_SLEEP))
-    if condition:
-        spec["wait_condition"] = dict(type="dict", options=dict(
-            type=dict(type="str", required=True),
-            status=dict(type="str", choices=list(CONDITION_STATUSES), default="True"),
-            reason=dict(type="str"),
-        ))
-    return spec
-
-
 _QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?\Z")
 _QUANTITY_SUFFIXES = {"Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
                       "n": decimal.Decimal("1e-9"), "u": decimal.Decimal("1e-6"), "m": decimal.Decimal("1e-3"), None: 1,

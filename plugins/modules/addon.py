@@ -353,7 +353,7 @@ clusters_failed:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import addon, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def _configs_spec():
@@ -404,7 +404,7 @@ def module_spec():
             )),
             clusters=dict(type="list", elements="dict", options=dict(
                 name=dict(type="str", required=True), install_namespace=dict(type="str"), configs=_configs_spec())),
-            **resources.wait_argument_spec()
+            **WAIT_ARG_SPEC
         ),
     )
 
