@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module cluster_label: labels and annotations on the hub objects of many member clusters in one task.
 
-Every cluster is read first (in parallel, :func:`fleet.read_members`); an unregistered one (unless skipped), or one
-being deleted, fails the task before anything is written. Each write is one JSON merge patch of ``metadata``
-(:func:`labels.plan_changes`), guarded by the ``resourceVersion`` it was planned from and planned again on a conflict; in
-check mode the hub's dry run answers. The task writes as its ``owner``; a key it takes over from another owner, or from
+The clusters are read and written as :class:`member_changes.MemberChanges` does it: every cluster read first, an
+unregistered one (unless skipped) or one being deleted failing the task before anything is written; then one JSON merge
+patch of ``metadata`` per cluster (:func:`labels.plan_changes`), guarded by the ``resourceVersion`` it was planned from
+and planned again on a conflict; in check mode the hub's dry run answers. The task writes as its ``owner``; a key it takes over from another owner, or from
 someone outside this collection, is a warning naming the cluster, the key and whom it was taken from.
 """
 
@@ -14,31 +14,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, labels as fleet_labels, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels as fleet_labels
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-
-
-def _write(hub, engine, obj, labels, annotations, purge, owner, check_mode):
-    """Give ``obj`` (the member object as read) the labels and annotations; ``(resources.Outcome, plan)``."""
-    kind, name = engine.member_kind, obj["metadata"]["name"]
-    for _attempt in range(resources.CONFLICT_RETRIES):
-        if obj is None:
-            raise FleetError("is no longer registered (its %s was deleted meanwhile)" % kind.kind)
-        planned = fleet_labels.plan_changes(engine, obj, labels, annotations, purge, owner)
-        patch = planned["patch"]
-        if not patch:
-            return resources.Outcome(kind, name, None, "unchanged", obj, obj), planned
-        patch["resourceVersion"] = obj["metadata"]["resourceVersion"]
-        try:
-            updated = hub.request("PATCH", kind.path(name=name), body={"metadata": patch},
-                                  query={"dryRun": "All"} if check_mode else None, content_type=resources.MERGE_PATCH)
-        except (Conflict, NotFound):
-            obj = resources.get(hub, kind, name)
-            continue
-        return resources.Outcome(kind, name, None, "updated", obj, updated), planned
-    raise FleetError("%s kept changing while it was being updated (%d conflicts); try again"
-                     % (kind.ref(name), resources.CONFLICT_RETRIES))
+from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
 
 
 def _owners(obj, record):
@@ -98,21 +76,14 @@ def apply(hub, engine_name, clusters, labels=None, annotations=None, purge=False
     problem = fleet_labels.owner_problem(owner)
     if problem:
         raise FleetError("invalid %s" % problem)
-    names = fleet.cluster_names(engine, clusters)
+    changes = MemberChanges(hub, engine, clusters, check_mode)
     labels, annotations = fleet_labels.validate(labels, annotations)
-    found = fleet.read_members(hub, engine, names, unregistered, "label")
-    targets = [c for c in names if c in found]
-    done, errors = fleet.fan_out(lambda c: _write(hub, engine, found[c], labels, annotations, purge, owner, check_mode), targets)
-    outcomes = dict((c, outcome) for c, (outcome, _planned) in done.items())
-    results = dict((c, summarize(outcomes.get(c), owner, done[c][1] if c in done else None)) for c in names if c not in errors)
-    warnings = [note for c in targets if c in done for note in _notes(c, owner, done[c][1], check_mode)]
-    if errors:
-        raise FleetError("%s: labelling failed on %d of %d clusters: %s" % (
-            hub.label, len(errors), len(targets), "; ".join("cluster '%s': %s" % item for item in sorted(errors.items()))),
-            changed=any(o.changed for o in outcomes.values()) and not check_mode, clusters=results, clusters_failed=sorted(errors),
-            warnings=warnings)
-    result = {"changed": any(o.changed for o in outcomes.values()), "clusters": results,
-              "diff": [_diff(outcomes[c]) for c in targets if outcomes[c].changed]}
-    if warnings:
-        result["warnings"] = warnings
-    return result
+    changes.read(unregistered, "label")
+
+    def plan(_cluster, obj):
+        planned = fleet_labels.plan_changes(engine, obj, labels, annotations, purge, owner)
+        return {"metadata": planned["patch"]} if planned["patch"] else None, planned
+    changes.write(plan)
+    warnings = [note for c, planned in changes.info.items() for note in _notes(c, owner, planned, check_mode)]
+    return changes.result(lambda outcome, planned: summarize(outcome, owner, planned), _diff,
+                          "%s: labelling failed" % hub.label, **({"warnings": warnings} if warnings else {}))

@@ -15,9 +15,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, ocm, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
 
 EXCLUSIVE = "ExclusiveClusterSetLabel"
 LABEL_SELECTOR = "LabelSelector"
@@ -32,7 +33,7 @@ EVERY_CLUSTER = {"matchLabels": None, "matchExpressions": None}
 
 def validate_name(name):
     """FleetError unless ``name`` can name a ManagedClusterSet (a DNS-1123 label: it is a label value too)."""
-    if not isinstance(name, str) or not name or len(name) > NAME_MAX_LENGTH or not karmada.DNS1123_LABEL_RE.match(name):
+    if not isinstance(name, str) or not name or len(name) > NAME_MAX_LENGTH or not resources.DNS1123_LABEL_RE.match(name):
         raise FleetError("invalid cluster set name %r: a ManagedClusterSet name is a DNS-1123 label (lowercase letters, "
                          "digits and '-', starting and ending with a letter or digit) of 1 to %d characters"
                          % (name, NAME_MAX_LENGTH))
@@ -136,6 +137,13 @@ def plan_membership(name, kind, clusters, remove, move, managed_clusters, existi
     return changes
 
 
+def _set_label_patch(managed_cluster, value):
+    """The merge patch that gives ``managed_cluster`` set label ``value`` (None: none), or None when it has it."""
+    if _set_of(managed_cluster) == value:
+        return None
+    return {"metadata": {"labels": {ocm.CLUSTER_SET_LABEL: value}}}
+
+
 def _unique(names):
     return sorted(set(names or []))
 
@@ -221,13 +229,18 @@ def present(hub, engine, params, check_mode=False):
     for namespace in bind:
         placement.check_namespace(hub, namespace)
     bound = set(b["metadata"]["namespace"] for b in bindings_of(hub, name)) if existing else set()
+    membership = MemberChanges(hub, engine, sorted(labels), check_mode) if labels else None
+    if membership:
+        membership.read(purpose="change the cluster set label of")
 
     outcomes = []
     try:
         set_outcome = resources.ensure(hub, ocm.MANAGED_CLUSTER_SET, desired, check_mode)
         outcomes.append(set_outcome)
-        outcomes.extend(resources.ensure(hub, ocm.MANAGED_CLUSTER, {"metadata": {"name": cluster, "labels": {
-            ocm.CLUSTER_SET_LABEL: value}}}, check_mode) for cluster, value in sorted(labels.items()))
+        if membership:
+            membership.write(lambda cluster, obj: _set_label_patch(obj, labels[cluster]))
+            outcomes.extend(membership.outcomes[c] for c in membership.clusters if c in membership.outcomes)
+            membership.raise_failures("%s: changing the cluster set label failed" % hub.label)
         outcomes.extend(resources.ensure(hub, ocm.MANAGED_CLUSTER_SET_BINDING, placement.binding(namespace, name), check_mode)
                         for namespace in bind)
         outcomes.extend(resources.delete(hub, ocm.MANAGED_CLUSTER_SET_BINDING, name, namespace, check_mode=check_mode)

@@ -13,12 +13,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONDITION_STATUSES, WAIT_SLEEP
 
 # option -> (type, aliases, no_log); auth_options.ENVIRONMENT names their K8S_AUTH_* variables.
 _AUTH = (
@@ -33,6 +35,22 @@ _AUTH = (
     ("proxy", "str", [], False),
     ("impersonate_user", "str", [], False),
     ("impersonate_groups", "list", [], False),
+)
+
+# The wait options of every module that waits, as doc fragment multicluster.fleet.wait describes them (kubernetes.core's
+# WAIT_ARG_SPEC). A module whose wait differs overrides an option: dict(WAIT_ARG_SPEC, wait_timeout=...).
+WAIT_ARG_SPEC = dict(
+    wait=dict(type="bool", default=False),
+    wait_timeout=dict(type="int", default=120),
+    wait_sleep=dict(type="int", default=WAIT_SLEEP),
+)
+# The status condition a module's wait waits for (the fragment's CONDITION).
+WAIT_CONDITION_ARG_SPEC = dict(
+    wait_condition=dict(type="dict", options=dict(
+        type=dict(type="str", required=True),
+        status=dict(type="str", choices=list(CONDITION_STATUSES), default="True"),
+        reason=dict(type="str"),
+    )),
 )
 
 
@@ -64,9 +82,10 @@ def _leaves(value):
 
 
 def fleet_argument_spec(argument_spec):
-    """``argument_spec`` with the top-level authentication options."""
+    """``argument_spec`` with the top-level authentication options; a copy, so that the parts modules share
+    (:data:`WAIT_ARG_SPEC`) stay as they are whatever ansible-core does with a spec."""
     spec = auth_argument_spec()
-    spec.update(argument_spec)
+    spec.update(copy.deepcopy(argument_spec))
     return spec
 
 

@@ -163,7 +163,8 @@ def _body(kind, desired):
     return body
 
 
-def _dry_run(check_mode):
+def dry_run_query(check_mode):
+    """The query of a write: the API server's dry run in check mode."""
     return {"dryRun": "All"} if check_mode else None
 
 
@@ -199,7 +200,7 @@ def ensure(cluster, kind, desired, check_mode=False):
         existing = get(cluster, kind, name, namespace)
         if existing is None:
             try:
-                created = cluster.request("POST", kind.path(namespace), body=body, query=_dry_run(check_mode))
+                created = cluster.request("POST", kind.path(namespace), body=body, query=dry_run_query(check_mode))
             except Conflict:
                 continue  # created concurrently: reconcile against it
             except NotFound:
@@ -213,7 +214,7 @@ def ensure(cluster, kind, desired, check_mode=False):
         patch["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         try:
             updated = cluster.request("PATCH", kind.path(namespace, name), body=patch,
-                                      query=_dry_run(check_mode), content_type=MERGE_PATCH)
+                                      query=dry_run_query(check_mode), content_type=MERGE_PATCH)
         except Conflict:
             continue
         return Outcome(kind, name, namespace, "updated", existing, updated)
@@ -327,19 +328,6 @@ def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Read
     wait_until(met, timeout, "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted)),
                interval=interval)
     return seen["obj"]
-
-
-def wait_argument_spec(condition=False):
-    """The argument spec of the wait options (doc fragment ``multicluster.fleet.wait``, and its ``condition``)."""
-    spec = dict(wait=dict(type="bool", default=False), wait_timeout=dict(type="int", default=120),
-                wait_sleep=dict(type="int", default=WAIT_SLEEP))
-    if condition:
-        spec["wait_condition"] = dict(type="dict", options=dict(
-            type=dict(type="str", required=True),
-            status=dict(type="str", choices=list(CONDITION_STATUSES), default="True"),
-            reason=dict(type="str"),
-        ))
-    return spec
 
 
 _QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?\Z")

@@ -20,9 +20,9 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
 
 # Kubernetes' qualified names and label values (apimachinery validation.IsQualifiedName, IsValidLabelValue).
 NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
@@ -134,56 +134,30 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def summarize(engine, before, after, action):
-    """What the module returns for one cluster."""
-    old, new = _taints_of(before), _taints_of(after)
-    return {"action": action, "taints": new, "cordoned": is_cordoned(engine, new),
+def summarize(engine, outcome):
+    """What the module returns for one cluster (``outcome`` None: not registered, skipped)."""
+    old, new = _taints_of(outcome and outcome.before), _taints_of(outcome and outcome.after)
+    return {"action": outcome.action if outcome else "unregistered", "taints": new, "cordoned": is_cordoned(engine, new),
             "added": [notation(t) for t in new if t not in old], "removed": [notation(t) for t in old if t not in new]}
 
 
-def _write(hub, engine, name, found, add, remove, check_mode):
-    """Give cluster ``name`` (last read as ``found``) its new taints; an :class:`resources.Outcome`."""
-    kind = engine.member_kind
-    for _attempt in range(resources.CONFLICT_RETRIES):
-        wanted = reconcile(_taints_of(found), add, remove, _now())
-        if wanted == _taints_of(found):
-            return resources.Outcome(kind, name, None, "unchanged", found, found)
-        patch = {"metadata": {"resourceVersion": found["metadata"]["resourceVersion"]}, "spec": {"taints": wanted or None}}
-        try:
-            updated = hub.request("PATCH", kind.path(name=name), body=patch, query={"dryRun": "All"} if check_mode else None,
-                                  content_type=resources.MERGE_PATCH)
-        except Conflict:  # written in between (the engine's controllers taint clusters too): again on what is there now
-            found = resources.get(hub, kind, name)
-            if found is None:
-                raise FleetError("%s %s was deleted while its taints were being written" % (kind.kind, name))
-            continue
-        return resources.Outcome(kind, name, None, "updated", found, updated)
-    raise FleetError("%s kept changing while its taints were being written (%d conflicts); try again"
-                     % (kind.ref(name), resources.CONFLICT_RETRIES))
-
-
-def _diff(outcome, cluster):
-    header = "%s (cluster %s): spec.taints" % (outcome.ref, cluster)
+def _diff(outcome):
+    header = "%s (cluster %s): spec.taints" % (outcome.ref, outcome.name)
     return {"before": {"taints": _taints_of(outcome.before)}, "after": {"taints": _taints_of(outcome.after)},
             "before_header": header, "after_header": header}
 
 
 def apply(hub, engine, clusters, taints=None, state="present", cordon=None, unregistered="fail", check_mode=False):
-    """The module: check the input and read every cluster (:func:`fleet.read_members`), then write the taints that
-    change. ``unregistered`` V(skip) leaves out the clusters the hub does not have, reported with action
-    V(unregistered)."""
+    """The module: check the input, read every cluster, then write the taints that change
+    (:class:`member_changes.MemberChanges`). ``unregistered`` V(skip) leaves out the clusters the hub does not have,
+    reported with action V(unregistered)."""
     engine = engines.get(engine)
     add, remove = plan(engine, taints, state, cordon)
-    clusters = fleet.cluster_names(engine, clusters)
-    found = fleet.read_members(hub, engine, clusters, unregistered, "taint")
-    targets = [c for c in clusters if c in found]
-    outcomes, errors = fleet.fan_out(lambda c: _write(hub, engine, c, found[c], add, remove, check_mode), targets)
-    changed = any(o.changed for o in outcomes.values())
-    results = dict((c, summarize(engine, o.before, o.after, o.action)) for c, o in outcomes.items())
-    results.update((c, summarize(engine, None, None, "unregistered")) for c in clusters if c not in found)
-    if errors:
-        raise FleetError("writing the taints failed on %d of %d clusters: %s" % (
-            len(errors), len(targets), "; ".join("cluster '%s': %s" % item for item in sorted(errors.items()))),
-            changed=changed and not check_mode, clusters=results, clusters_failed=sorted(errors))
-    return {"changed": changed, "clusters": results,
-            "diff": [_diff(outcomes[c], c) for c in targets if outcomes[c].changed]}
+    changes = MemberChanges(hub, engine, clusters, check_mode)
+    changes.read(unregistered, "taint")
+
+    def new_taints(_cluster, obj):
+        wanted = reconcile(_taints_of(obj), add, remove, _now())
+        return {"spec": {"taints": wanted or None}} if wanted != _taints_of(obj) else None
+    changes.write(new_taints, "its taints were being written")
+    return changes.result(lambda outcome, _info: summarize(engine, outcome), _diff, "writing the taints failed")

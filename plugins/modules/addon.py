@@ -354,7 +354,7 @@ clusters_failed:
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import addon
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def _configs_spec():
@@ -405,7 +405,7 @@ def module_spec():
             )),
             clusters=dict(type="list", elements="dict", options=dict(
                 name=dict(type="str", required=True), install_namespace=dict(type="str"), configs=_configs_spec())),
-            **resources.wait_argument_spec()
+            **WAIT_ARG_SPEC
         ),
     )
 

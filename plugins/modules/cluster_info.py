@@ -249,7 +249,8 @@ clusters:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
+    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, cluster_argument_spec)
 
 
 def run(module):
@@ -274,7 +275,7 @@ def module_spec():
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
         member=cluster_argument_spec(),
-        **resources.wait_argument_spec(condition=True)
+        **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC
     ), required_by={"member": ("name",)})
 
 

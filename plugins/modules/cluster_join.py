@@ -222,9 +222,9 @@ changes:
     - "hub Secret/karmada-cluster/member1: unchanged"
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.join import join, unjoin
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
+    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, cluster_argument_spec)
 
 
 def run(module):
@@ -251,7 +251,7 @@ def module_spec():
             zones=dict(type="list", elements="str"),
             force=dict(type="bool", default=False),
             member=cluster_argument_spec(),
-            **resources.wait_argument_spec(condition=True)
+            **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC
         ),
         required_if=[("state", "present", ("member",))],
     )

@@ -202,7 +202,7 @@ clusters_failed:
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import prune
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def run(module):
@@ -219,8 +219,8 @@ def module_spec():
             unreachable_after=dict(type="int"),
             force=dict(type="bool", default=False),
             unmarked=dict(type="bool", default=False),
-            wait_timeout=dict(type="int", default=120),
-            wait_sleep=dict(type="int", default=5),
+            wait_timeout=WAIT_ARG_SPEC["wait_timeout"],
+            wait_sleep=WAIT_ARG_SPEC["wait_sleep"],
         ),
         required_one_of=[("listed", "unreachable_after")],
     )

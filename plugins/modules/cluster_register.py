@@ -725,7 +725,7 @@ agent_namespace:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, register, registration
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule, cluster_argument_spec
 
 
 def run(module):
@@ -753,7 +753,6 @@ def module_spec():
         cert_expiration_seconds=dict(type="int", default=31536000),
         renew_before=dict(type="int", default=registration.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
-        wait=dict(type="bool", default=False),
         accept=dict(type="bool", default=False),
         allow_mode_change=dict(type="bool", default=False),
         deploy_agent=dict(type="bool", default=False),
@@ -768,8 +767,6 @@ def module_spec():
         provider=dict(type="str"),
         region=dict(type="str"),
         zones=dict(type="list", elements="str"),
-        wait_timeout=dict(type="int", default=60),
-        wait_sleep=dict(type="int", default=5),
         force=dict(type="bool", default=False),
         klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
         klusterlet_spec=dict(type="dict"),
@@ -782,6 +779,7 @@ def module_spec():
         proxy_ca_cert=dict(type="path"),
         proxy_server_address=dict(type="str"),
         hub=cluster_argument_spec(),
+        **dict(WAIT_ARG_SPEC, wait_timeout=dict(WAIT_ARG_SPEC["wait_timeout"], default=60))
     ), role="member", environment=False,
         required_if=[("state", "present", ("hub_apiserver", "token")), ("klusterlet_mode", "Hosted", ("hosting",)),
                      ("klusterlet_mode", "SingletonHosted", ("hosting",))],

@@ -203,7 +203,7 @@ clusters:
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.accept import accept
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def run(module):
@@ -217,8 +217,7 @@ def run(module):
 
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
-    wait = resources.wait_argument_spec()
-    wait["wait_timeout"]["aliases"] = ["timeout"]
+    wait = dict(WAIT_ARG_SPEC, wait_timeout=dict(WAIT_ARG_SPEC["wait_timeout"], aliases=["timeout"]))
     return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(NAMES)),
         clusters=dict(type="list", elements="str", required=True),

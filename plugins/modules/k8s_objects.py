@@ -258,7 +258,7 @@ result:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import objects, resources, work
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule
 
 
 def run(module):
@@ -296,7 +296,7 @@ def module_spec():
                 status=dict(type="str", choices=list(resources.CONDITION_STATUSES), default="True"),
                 reason=dict(type="str"),
             )),
-            **resources.wait_argument_spec(condition=True)
+            **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC
         ),
         mutually_exclusive=[("objects", "src"), ("wait_condition", "wait_conditions")],
         required_one_of=[("objects", "src")],

@@ -376,7 +376,7 @@ diff:
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import works as ocm_works
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def _identifier_spec():
@@ -431,7 +431,7 @@ def module_spec():
                 )),
             )),
             wait_condition=dict(type="raw"),
-            **resources.wait_argument_spec()
+            **WAIT_ARG_SPEC
         ),
         required_if=[("state", "present", ("manifests", "src"), True)],
     )

@@ -273,7 +273,7 @@ objects:
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
-from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 
 
 def _selector_spec():
@@ -314,7 +314,7 @@ def module_spec():
             decision_groups=dict(type="list", elements="dict", options=dict(group_name=dict(type="str", required=True),
                                                                             **_selector_spec())),
             clusters_per_decision_group=dict(type="raw"),
-            **resources.wait_argument_spec()
+            **WAIT_ARG_SPEC
         ),
     )
 

@@ -5,10 +5,16 @@ diff mode only, and a failure after writes keeps ``changed`` and what was writte
 module object (``ControllerModule``, the same ``run``), as the action plugin runs it.
 """
 
-import pytest
+import importlib
 
+import pytest
+import yaml
+
+from ansible_collections.multicluster.fleet.plugins.doc_fragments.wait import ModuleDocFragment as WaitFragment
 from ansible_collections.multicluster.fleet.plugins.module_utils import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
+    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, fleet_argument_spec)
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.plugin_utils.module_in_worker import run_module
 
@@ -115,3 +121,50 @@ def test_option_rules_of_cluster_register_are_in_its_argument_spec(options, mess
     """Refused by the argument validation (what ansible-doc and validate-modules read), before any connection."""
     done = run_module(cluster_register, dict(REGISTER, **options), {"_ansible_module_name": "cluster_register"})
     assert done["failed"] and done["msg"] == message
+
+
+# --- the wait options -----------------------------------------------------------------------------
+
+def _documented(options):
+    """The argument spec a documentation's options stand for: type, default, choices (and suboptions) of each."""
+    spec = {}
+    for name, doc in options.items():
+        option = dict((key, doc[key]) for key in ("type", "default", "choices", "required") if key in doc)
+        if "suboptions" in doc:
+            option["options"] = _documented(doc["suboptions"])
+        spec[name] = option
+    return spec
+
+
+def _spec(arg_spec):
+    """``arg_spec`` without what documentation does not show (aliases are checked by validate-modules)."""
+    return dict((name, dict((k, _spec(v) if k == "options" else v) for k, v in option.items() if k != "aliases"))
+                for name, option in arg_spec.items())
+
+
+def test_wait_arg_spec_is_what_the_doc_fragment_documents():
+    assert WAIT_ARG_SPEC == _documented(yaml.safe_load(WaitFragment.DOCUMENTATION)["options"])
+    assert WAIT_CONDITION_ARG_SPEC == _documented(yaml.safe_load(WaitFragment.CONDITION)["options"])
+    assert WAIT_ARG_SPEC["wait_sleep"] == {"type": "int", "default": 5}  # kubernetes.core's k8s module
+
+
+@pytest.mark.parametrize("name", ["addon", "cluster_info", "cluster_join", "csr_accept", "k8s_objects", "manifest_work",
+                                  "placement"])
+def test_modules_of_the_wait_fragment_take_its_options(name):
+    spec = importlib.import_module("ansible_collections.multicluster.fleet.plugins.modules." + name).module_spec()
+    arguments = _spec(spec["argument_spec"])
+    assert dict((option, arguments[option]) for option in WAIT_ARG_SPEC) == WAIT_ARG_SPEC
+
+
+def test_modules_waiting_their_own_way_share_the_option_definitions():
+    arguments = cluster_register.module_spec()["argument_spec"]
+    assert arguments["wait_timeout"] == {"type": "int", "default": 60}
+    assert (arguments["wait"], arguments["wait_sleep"]) == (WAIT_ARG_SPEC["wait"], WAIT_ARG_SPEC["wait_sleep"])
+
+
+def test_a_modules_spec_is_a_copy_so_the_shared_parts_stay_as_they_are():
+    spec = fleet_argument_spec(dict(WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC))
+    spec["wait_sleep"]["default"] = 1
+    spec["wait_condition"]["options"]["status"]["choices"].append("Maybe")
+    assert WAIT_ARG_SPEC["wait_sleep"]["default"] == 5
+    assert WAIT_CONDITION_ARG_SPEC["wait_condition"]["options"]["status"]["choices"] == ["True", "False", "Unknown"]

@@ -217,13 +217,6 @@ class TestWaitCondition:
         resources.wait_until(lambda: next(seen), 60, "it", interval=7, sleep=slept.append, clock=lambda: 0.0)
         assert slept == [7, 7]
 
-    def test_argument_spec_matches_kubernetes_core(self):
-        spec = resources.wait_argument_spec(condition=True)
-        assert spec["wait_sleep"] == {"type": "int", "default": 5} and spec["wait_timeout"]["default"] == 120
-        assert spec["wait_condition"]["options"]["status"] == {"type": "str", "choices": ["True", "False", "Unknown"],
-                                                               "default": "True"}
-        assert "wait_condition" not in resources.wait_argument_spec()
-
 
 class TestDurations:
     @pytest.mark.parametrize("params, message", [
