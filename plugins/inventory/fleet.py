@@ -30,7 +30,7 @@ description:
     C(fleet_accepted) (OCM; null for Karmada) and C(fleet_taints) (C(spec.taints), the hub's own taints included, so not the
     input C(taints) of C(site.yml)); null where the hub does not say. C(cordoned) is true when the cluster
     carries the engine's cordon taint - Karmada C(cluster.karmada.io/unschedulable:NoSchedule) (C(karmadactl cordon)),
-    OCM C(multicluster.fleet/cordoned:NoSelect)."
+    OCM C(multicluster.fleet/cordoned) with effect C(NoSelect) or C(NoSelectIfNew)."
   - The hub host's variables are the connection settings the inventory source gives, except secrets,
     O(hub_apiserver) and O(hub_vars). The same variables, with the hub's host name as C(name), are the group
     variable C(fleet_hub) of C(members), so that a member's play finds the hub where the hub host is not in the

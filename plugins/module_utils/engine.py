@@ -46,6 +46,7 @@ class Engine:
     label_domains = ()
     taint_effects = ()
     cordon_taint = None
+    cordon_effects = ()  # the effects a cordon taint may have (module cluster_taint's cordon_effect); cordon_taint's first
     hub_taint_keys = ()
 
     def __repr__(self):
@@ -77,6 +78,11 @@ class Engine:
     def joined(self, member):
         """The member object says the cluster's agent joined with a certificate."""
         raise NotImplementedError
+
+    def is_cordoned(self, taints):
+        """``taints`` (a member object's ``spec.taints``) hold the engine's cordon taint, with one of its cordon effects."""
+        key = self.cordon_taint["key"]
+        return any(t.get("key") == key and t.get("effect") in self.cordon_effects for t in taints or [])
 
     def check_cluster_sets(self):
         """FleetError unless the engine groups its member clusters in cluster sets (module cluster_set)."""

@@ -26,3 +26,13 @@ def get(engine):
         return _BY_NAME[engine]
     except (KeyError, TypeError):
         raise FleetError("engine must be one of %s, got %r" % (", ".join(NAMES), engine))
+
+
+def check_scoped_options(engine, params):
+    """FleetError when ``params`` (a module's) give the options scoped to another engine: its suboptions named after
+    the engine (``ocm``, ``karmada``)."""
+    engine = get(engine)
+    for name in NAMES:
+        if name != engine.name and params.get(name):
+            raise FleetError("the %s options (%s) apply to engine %s only; engine is %s"
+                             % (name, ", ".join(sorted(k for k, v in params[name].items() if v is not None)), name, engine.name))

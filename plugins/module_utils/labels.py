@@ -279,10 +279,8 @@ def plan(engine, obj, labels=None, annotations=None, purge=False, owner=DEFAULT_
 # --- what a member object says ----------------------------------------------------------------------
 
 def cordoned(engine, obj):
-    """The member object carries the engine's cordon taint (``Engine.cordon_taint``) in ``spec.taints``."""
-    taint = engines.get(engine).cordon_taint
-    return any(t.get("key") == taint["key"] and t.get("effect") == taint["effect"]
-               for t in ((obj or {}).get("spec") or {}).get("taints") or [])
+    """The member object carries the engine's cordon taint (:meth:`engine.Engine.is_cordoned`) in ``spec.taints``."""
+    return engines.get(engine).is_cordoned(((obj or {}).get("spec") or {}).get("taints"))
 
 
 def shown_annotations(obj, hidden=HIDDEN_ANNOTATIONS):

@@ -5,9 +5,9 @@
 
 A taint is ``{key, value, effect, timeAdded}``; as in Kubernetes and ``karmadactl taint``, a cluster has at most one
 taint per key and effect, so key and effect name a taint and its value is what may change. Cordoning adds the engine's
-cordon taint (:attr:`engines.Engine.cordon_taint`), uncordoning removes it. Only the taints a task names are added,
-changed or removed: every other taint - set by people, other tools or the engine's own controllers - is kept as it
-is, and a taint that is already there keeps its ``timeAdded``.
+cordon taint (:attr:`engine.Engine.cordon_taint`, with one of its :attr:`engine.Engine.cordon_effects`), uncordoning
+removes it. Only the taints a task names are added, changed or removed: every other taint - set by people, other tools
+or the engine's own controllers - is kept as it is, and a taint that is already there keeps its ``timeAdded``.
 
 :func:`plan` checks the whole input before anything is read; :func:`apply` then reads every cluster (failing, before
 any write, when one is not registered, unless told to skip it) and writes the ones whose taints change, in parallel.
@@ -78,20 +78,30 @@ def _same(taint, other):
     return taint.get("key") == other["key"] and other.get("effect") in (None, taint.get("effect"))
 
 
-def plan(engine, taints=None, state="present", cordon=None):
+def plan(engine, taints=None, state="present", cordon=None, cordon_effect=None):
     """``(add, remove)``: the taints the task wants present, and those (an effect of None: every effect) it wants gone.
 
     ``taints`` are the module's items, added with state present and removed with state absent (where an item without
-    effect removes the key's taints of every effect); ``cordon`` true adds the engine's cordon taint, false removes it.
+    effect removes the key's taints of every effect); ``cordon`` true adds the engine's cordon taint - with
+    ``cordon_effect``, one of the engine's :attr:`engine.Engine.cordon_effects`, else its own - and removes it with its
+    other cordon effects; false removes it whatever its cordon effect.
     """
     engine = engines.get(engine)
     if not taints and cordon is None:
         raise FleetError("nothing to do: give taints, or cordon true or false")
+    if cordon_effect is not None and cordon is not True:
+        raise FleetError("cordon_effect %s says how to cordon: it needs cordon true" % cordon_effect)
+    if cordon_effect is not None and cordon_effect not in engine.cordon_effects:
+        raise FleetError("cordon_effect %s is not a %s cordon effect; the cordon effects are %s"
+                         % (cordon_effect, engine.name, ", ".join(engine.cordon_effects)))
     items = [check_taint(engine, item, "taints[%d]" % index, effect_required=state == "present")
              for index, item in enumerate(taints or [])]
     add, remove = (items, []) if state == "present" else ([], items)
     if cordon is not None:
-        (add if cordon else remove).append(dict(engine.cordon_taint, value=""))
+        effect = (cordon_effect or engine.cordon_taint["effect"]) if cordon else None
+        cordons = [dict(engine.cordon_taint, value="", effect=e) for e in engine.cordon_effects]
+        add += [c for c in cordons if c["effect"] == effect]
+        remove += [c for c in cordons if c["effect"] != effect]
     for index, taint in enumerate(add):
         twin = next((t for t in add[:index] if _same(t, taint) and t["value"] != taint["value"]), None)
         if twin is not None:
@@ -100,7 +110,7 @@ def plan(engine, taints=None, state="present", cordon=None):
         contrary = next((t for t in remove if _same(taint, t)), None)
         if contrary is not None:
             raise FleetError("taint %s is to be both added and removed (%s); cordon=%s removes the cordon taint %s"
-                             % (notation(taint), notation(contrary), cordon, notation(engine.cordon_taint)))
+                             % (notation(taint), notation(contrary), cordon, notation(contrary)))
     return add, remove
 
 
@@ -122,10 +132,6 @@ def reconcile(current, add, remove, now):
     return result
 
 
-def is_cordoned(engine, cluster_taints):
-    return any(_same(t, engines.get(engine).cordon_taint) for t in cluster_taints or [])
-
-
 def _taints_of(obj):
     return list(((obj or {}).get("spec") or {}).get("taints") or [])
 
@@ -137,7 +143,7 @@ def _now():
 def summarize(engine, outcome):
     """What the module returns for one cluster (``outcome`` None: not registered, skipped)."""
     old, new = _taints_of(outcome and outcome.before), _taints_of(outcome and outcome.after)
-    return {"action": outcome.action if outcome else "unregistered", "taints": new, "cordoned": is_cordoned(engine, new),
+    return {"action": outcome.action if outcome else "unregistered", "taints": new, "cordoned": engine.is_cordoned(new),
             "added": [notation(t) for t in new if t not in old], "removed": [notation(t) for t in old if t not in new]}
 
 
@@ -147,12 +153,12 @@ def _diff(outcome):
             "before_header": header, "after_header": header}
 
 
-def apply(hub, engine, clusters, taints=None, state="present", cordon=None, unregistered="fail", check_mode=False):
-    """The module: check the input, read every cluster, then write the taints that change
-    (:class:`member_changes.MemberChanges`). ``unregistered`` V(skip) leaves out the clusters the hub does not have,
-    reported with action V(unregistered)."""
+def apply(hub, engine, clusters, wanted, unregistered="fail", check_mode=False):
+    """The module: check the input - ``wanted``, the arguments of :func:`plan` (``taints``, ``state``, ``cordon``,
+    ``cordon_effect``) - read every cluster, then write the taints that change (:class:`member_changes.MemberChanges`).
+    ``unregistered`` V(skip) leaves out the clusters the hub does not have, reported with action V(unregistered)."""
     engine = engines.get(engine)
-    add, remove = plan(engine, taints, state, cordon)
+    add, remove = plan(engine, **wanted)
     changes = MemberChanges(hub, engine, clusters, check_mode)
     changes.read(unregistered, "taint")
 

@@ -205,7 +205,7 @@ clusters:
     cordoned:
       description:
         - The cluster carries the engine's cordon taint - Karmada C(cluster.karmada.io/unschedulable) with effect
-          C(NoSchedule) (C(karmadactl cordon)), OCM C(multicluster.fleet/cordoned) with effect C(NoSelect).
+          C(NoSchedule) (C(karmadactl cordon)), OCM C(multicluster.fleet/cordoned) with effect C(NoSelect) or C(NoSelectIfNew).
       type: bool
       sample: false
     cluster_set:

@@ -21,7 +21,8 @@ description:
   - OCM (O(engine=ocm)) - the C(ManagedCluster) (C(managedclusters.cluster.open-cluster-management.io/v1)); effects
     V(NoSelect) (placements that do not tolerate it do not select the cluster, and drop it from their decisions),
     V(PreferNoSelect) and V(NoSelectIfNew) (placements keep it where they had selected it already). OCM has no cordon
-    of its own; cordoning adds the taint C(multicluster.fleet/cordoned:NoSelect).
+    of its own; cordoning adds the taint C(multicluster.fleet/cordoned:NoSelect), or with effect V(NoSelectIfNew) (see
+    O(ocm.cordon_effect)).
   - A cluster has at most one taint per key and effect. A task changes only the taints it names - a taint with that
     key and effect gets the value the task gives - and keeps every other taint as it is, whoever set it. A taint added
     gets C(timeAdded), the time of the task; a taint already there keeps its own.
@@ -70,9 +71,24 @@ options:
     default: present
   cordon:
     description:
-      - V(true) cordons the clusters (adds the engine's cordon taint), V(false) uncordons them (removes it); unset
-        leaves the cordon as it is.
+      - V(true) cordons the clusters (adds the engine's cordon taint), V(false) uncordons them (removes it, whatever its
+        O(ocm.cordon_effect)); unset leaves the cordon as it is.
     type: bool
+  ocm:
+    description:
+      - Settings for O(engine=ocm) only; given with another engine, the task fails before anything is read.
+    type: dict
+    version_added: 1.1.0
+    suboptions:
+      cordon_effect:
+        description:
+          - The effect of the cordon taint O(cordon=true) adds. V(NoSelect) (the default) keeps new placements off the
+            cluster and drops it from the decisions placements already made, so its workloads move elsewhere.
+            V(NoSelectIfNew) only keeps new placements off it, as a Karmada or Kubernetes cordon does, and leaves the
+            workloads placed there where they are.
+          - Cordoning again with the other effect replaces the cordon taint; O(cordon=false) removes either.
+        type: str
+        choices: [NoSelect, NoSelectIfNew]
   unregistered:
     description:
       - What to do when a cluster of O(clusters) is not registered on the hub.
@@ -117,6 +133,15 @@ EXAMPLES = r"""
     engine: karmada
     clusters: [member1, member2]
     cordon: true
+
+- name: Keep new OCM placements off member3 and leave what runs there in place
+  multicluster.fleet.cluster_taint:
+    kubeconfig: /etc/fleet/hub.kubeconfig
+    engine: ocm
+    clusters: [member3]
+    cordon: true
+    ocm:
+      cordon_effect: NoSelectIfNew
 
 - name: Uncordon them when the work is done
   multicluster.fleet.cluster_taint:
@@ -186,15 +211,18 @@ diff:
   elements: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, taints
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, taints
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
 def run(module):
     params = module.params
-    return taints.apply(module.cluster(), params["engine"], params["clusters"], params["taints"], params["state"],
-                        params["cordon"], params["unregistered"], module.check_mode)
+    engines.check_scoped_options(params["engine"], params)
+    wanted = dict(taints=params["taints"], state=params["state"], cordon=params["cordon"],
+                  cordon_effect=(params["ocm"] or {}).get("cordon_effect"))
+    return taints.apply(module.cluster(), params["engine"], params["clusters"], wanted, params["unregistered"],
+                        module.check_mode)
 
 
 def module_spec():
@@ -210,6 +238,9 @@ def module_spec():
             )),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             cordon=dict(type="bool"),
+            ocm=dict(type="dict", options=dict(
+                cordon_effect=dict(type="str", choices=["NoSelect", "NoSelectIfNew"]),
+            )),
             unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
         ),
         required_one_of=[("taints", "cordon")],

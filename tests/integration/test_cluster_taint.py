@@ -217,3 +217,24 @@ def test_cordoned_cluster_leaves_placement_decisions_and_comes_back(ocm_fleet):
                  taints=[{"key": "example.com/draining"}, {"key": "example.com/busy"}]))
     wait_decided(fleet, "newcomer", fleet.dev)
     assert resources.get(fleet.hub, ocm.MANAGED_CLUSTER, cordoned)["spec"].get("taints") is None
+
+
+def test_the_cordon_effect_is_an_ocm_setting(fleet):
+    """ocm.cordon_effect NoSelectIfNew cordons an OCM member softly (what its placements chose stays); another engine
+    refuses the ocm options before reading anything."""
+    name = fleet.clusters[1]
+    before = fleet.taints()
+    soft = fleet.run(clusters=[name], cordon=True, ocm={"cordon_effect": "NoSelectIfNew"})
+    if "NoSelectIfNew" not in fleet.engine.cordon_effects:
+        fails(soft, "the ocm options (cordon_effect) apply to engine ocm only; engine is %s" % fleet.engine.name)
+        assert fleet.taints() == before
+        return
+    soft = ok(soft)
+    assert soft["changed"] is True and soft["clusters"][name]["cordoned"] is True
+    assert [(t["key"], t["effect"]) for t in fleet.taints(name)] == [("multicluster.fleet/cordoned", "NoSelectIfNew")]
+    assert ok(fleet.run(clusters=[name], cordon=True, ocm={"cordon_effect": "NoSelectIfNew"}))["changed"] is False
+    planned = ok(fleet.run(clusters=[name], check_mode=True, cordon=True))
+    assert planned["changed"] is True and planned["clusters"][name]["removed"] == ["multicluster.fleet/cordoned:NoSelectIfNew"]
+    assert [t["effect"] for t in fleet.taints(name)] == ["NoSelectIfNew"]
+    undone = ok(fleet.run(clusters=[name], cordon=False))
+    assert undone["changed"] is True and undone["clusters"][name]["cordoned"] is False and fleet.taints() == before

@@ -34,6 +34,7 @@ class KarmadaEngine(Engine):
     label_domains = ("karmada.io",)
     taint_effects = ("NoSchedule", "NoExecute")  # NoExecute evicts the cluster's workloads when failover is on
     cordon_taint = karmada.CORDON_TAINT
+    cordon_effects = (karmada.CORDON_TAINT["effect"],)  # karmadactl cordon's only
     hub_taint_keys = ("cluster.karmada.io/not-ready", "cluster.karmada.io/unreachable")  # the cluster controller's
 
     def check_cluster_sets(self):

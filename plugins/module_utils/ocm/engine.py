@@ -35,6 +35,8 @@ class OcmEngine(Engine):
     label_domains = ("open-cluster-management.io",)
     taint_effects = ("NoSelect", "PreferNoSelect", "NoSelectIfNew")
     cordon_taint = ocm.CORDON_TAINT
+    # NoSelect drops the cluster from the placements' decisions; NoSelectIfNew only keeps new placements off it
+    cordon_effects = (ocm.CORDON_TAINT["effect"], "NoSelectIfNew")
     # the hub registration's taint controller (pkg/registration/hub/taint)
     hub_taint_keys = ("cluster.open-cluster-management.io/unavailable", "cluster.open-cluster-management.io/unreachable")
 

@@ -97,6 +97,27 @@ def test_plan_refuses_nothing_two_values_and_contradictions():
     assert add[-1] == {"key": "cluster.karmada.io/unschedulable", "effect": "NoSchedule", "value": ""} and remove == []
 
 
+def test_a_cordon_effect_is_one_of_the_engines_and_needs_cordon_true():
+    cordon = "multicluster.fleet/cordoned"
+    add, remove = taints.plan("ocm", cordon=True, cordon_effect="NoSelectIfNew")
+    assert add == [taint(cordon, "", "NoSelectIfNew")] and remove == [taint(cordon, "", "NoSelect")]
+    assert taints.plan("ocm", cordon=True) == ([taint(cordon, "", "NoSelect")], [taint(cordon, "", "NoSelectIfNew")])
+    assert taints.plan("ocm", cordon=False) == ([], [taint(cordon, "", "NoSelect"), taint(cordon, "", "NoSelectIfNew")])
+    assert taints.plan("karmada", cordon=True, cordon_effect="NoSchedule") == taints.plan("karmada", cordon=True)
+    with pytest.raises(FleetError, match="cordon_effect NoExecute is not a karmada cordon effect; the cordon effects are NoSchedule"):
+        taints.plan("karmada", cordon=True, cordon_effect="NoExecute")
+    with pytest.raises(FleetError, match="cordon_effect NoSelectIfNew says how to cordon: it needs cordon true"):
+        taints.plan("ocm", [taint("k", "v", "NoSelect")], cordon=False, cordon_effect="NoSelectIfNew")
+
+
+def test_either_cordon_effect_counts_as_cordoned():
+    ocm = engines.get("ocm")
+    assert ocm.is_cordoned([taint("multicluster.fleet/cordoned", "", "NoSelectIfNew")])
+    assert ocm.is_cordoned([taint("multicluster.fleet/cordoned", "", "NoSelect")])
+    assert not ocm.is_cordoned([taint("multicluster.fleet/cordoned", "", "PreferNoSelect"), taint("k", "", "NoSelect")])
+    assert not engines.get("karmada").is_cordoned([taint("cluster.karmada.io/unschedulable", "", "NoExecute")])
+
+
 # --- reconciling ----------------------------------------------------------------------------------------
 
 def test_reconcile_keeps_others_and_time_added():
@@ -114,31 +135,31 @@ def test_reconcile_keeps_others_and_time_added():
 # --- apply against a fake hub ---------------------------------------------------------------------------
 
 def test_cordon_many_clusters_then_rerun_unchanged_then_uncordon(hub):
-    planned = taints.apply(hub, "karmada", ["m1", "m2"], cordon=True, check_mode=True)
+    planned = taints.apply(hub, "karmada", ["m1", "m2"], dict(cordon=True), check_mode=True)
     assert planned["changed"] is True and stored(hub, "m2") is None
     assert planned["clusters"]["m2"]["cordoned"] is True
     assert [d["before_header"] for d in planned["diff"]] == ["Cluster/m1 (cluster m1): spec.taints",
                                                              "Cluster/m2 (cluster m2): spec.taints"]
-    done = taints.apply(hub, "karmada", ["m1", "m2", "m1"], cordon=True)
+    done = taints.apply(hub, "karmada", ["m1", "m2", "m1"], dict(cordon=True))
     assert done["changed"] is True and done["clusters"]["m1"]["added"] == ["cluster.karmada.io/unschedulable:NoSchedule"]
     assert stored(hub, "m1")[:2] == [NOT_READY, GPU] and stored(hub, "m1")[2]["key"] == "cluster.karmada.io/unschedulable"
-    again = taints.apply(hub, "karmada", ["m1", "m2"], cordon=True)
+    again = taints.apply(hub, "karmada", ["m1", "m2"], dict(cordon=True))
     assert again["changed"] is False and again["diff"] == []
     assert again["clusters"]["m2"] == dict(done["clusters"]["m2"], action="unchanged", added=[])
-    undone = taints.apply(hub, "karmada", ["m1", "m2"], cordon=False)
+    undone = taints.apply(hub, "karmada", ["m1", "m2"], dict(cordon=False))
     assert undone["changed"] is True and stored(hub, "m1") == [NOT_READY, GPU] and stored(hub, "m2") is None
     assert undone["clusters"]["m1"]["removed"] == ["cluster.karmada.io/unschedulable:NoSchedule"]
 
 
 def test_conflict_is_retried_on_what_is_there_now(hub):
     hub.conflicts = 1
-    done = taints.apply(hub, "karmada", ["m2"], [taint("k", "v", "NoExecute")])
+    done = taints.apply(hub, "karmada", ["m2"], dict(taints=[taint("k", "v", "NoExecute")]))
     assert done["changed"] is True and stored(hub, "m2")[0]["key"] == "k"
 
 
 def test_unregistered_cluster_fails_before_any_write(hub):
     with pytest.raises(FleetError) as error:
-        taints.apply(hub, "karmada", ["m1", "ghost"], cordon=True)
+        taints.apply(hub, "karmada", ["m1", "ghost"], dict(cordon=True))
     assert "cannot taint every cluster, nothing was written: cluster 'ghost' is not registered on the hub (no Cluster named ghost)" \
         in error.value.msg
     assert error.value.details["clusters_failed"] == ["ghost"]
@@ -146,7 +167,7 @@ def test_unregistered_cluster_fails_before_any_write(hub):
 
 
 def test_unregistered_cluster_skipped_when_asked(hub):
-    done = taints.apply(hub, "karmada", ["m1", "ghost"], cordon=True, unregistered="skip")
+    done = taints.apply(hub, "karmada", ["m1", "ghost"], dict(cordon=True), unregistered="skip")
     assert done["clusters"]["ghost"] == {"action": "unregistered", "taints": [], "cordoned": False, "added": [], "removed": []}
     assert done["clusters"]["m1"]["cordoned"] is True and done["changed"] is True
     assert [c[1] for c in hub.calls if c[0] == "PATCH"] == [CLUSTER.path(name="m1")]
@@ -155,10 +176,26 @@ def test_unregistered_cluster_skipped_when_asked(hub):
 def test_ocm_taints_on_managed_clusters(fake_cluster):
     unreachable = {"key": "cluster.open-cluster-management.io/unreachable", "effect": "NoSelect", "timeAdded": STAMP}
     fake_cluster.add(MANAGED_CLUSTER, {"metadata": {"name": "c1"}, "spec": {"taints": [unreachable]}})
-    done = taints.apply(fake_cluster, "ocm", ["c1"], [taint("example.com/gpu", "a100", "PreferNoSelect")], cordon=True)
+    done = taints.apply(fake_cluster, "ocm", ["c1"],
+                        dict(taints=[taint("example.com/gpu", "a100", "PreferNoSelect")], cordon=True))
     assert [t["key"] for t in stored(fake_cluster, "c1", MANAGED_CLUSTER)] == [
         "cluster.open-cluster-management.io/unreachable", "example.com/gpu", "multicluster.fleet/cordoned"]
     assert done["clusters"]["c1"]["cordoned"] is True
-    removed = taints.apply(fake_cluster, "ocm", ["c1"], [taint("example.com/gpu")], state="absent", cordon=False)
+    removed = taints.apply(fake_cluster, "ocm", ["c1"],
+                           dict(taints=[taint("example.com/gpu")], state="absent", cordon=False))
     assert removed["clusters"]["c1"]["removed"] == ["example.com/gpu=a100:PreferNoSelect", "multicluster.fleet/cordoned:NoSelect"]
     assert stored(fake_cluster, "c1", MANAGED_CLUSTER) == [unreachable]
+
+
+def test_ocm_cordon_effect_replaces_the_cordon_and_uncordon_removes_either(fake_cluster):
+    fake_cluster.add(MANAGED_CLUSTER, {"metadata": {"name": "c1"}, "spec": {}})
+    soft = taints.apply(fake_cluster, "ocm", ["c1"], dict(cordon=True, cordon_effect="NoSelectIfNew"))
+    assert soft["clusters"]["c1"]["added"] == ["multicluster.fleet/cordoned:NoSelectIfNew"] and soft["clusters"]["c1"]["cordoned"]
+    assert taints.apply(fake_cluster, "ocm", ["c1"], dict(cordon=True, cordon_effect="NoSelectIfNew"))["changed"] is False
+    hard = taints.apply(fake_cluster, "ocm", ["c1"], dict(cordon=True))
+    assert hard["clusters"]["c1"]["added"] == ["multicluster.fleet/cordoned:NoSelect"]
+    assert hard["clusters"]["c1"]["removed"] == ["multicluster.fleet/cordoned:NoSelectIfNew"]
+    taints.apply(fake_cluster, "ocm", ["c1"], dict(cordon=True, cordon_effect="NoSelectIfNew"))
+    undone = taints.apply(fake_cluster, "ocm", ["c1"], dict(cordon=False))
+    assert undone["clusters"]["c1"]["removed"] == ["multicluster.fleet/cordoned:NoSelectIfNew"]
+    assert not stored(fake_cluster, "c1", MANAGED_CLUSTER) and not undone["clusters"]["c1"]["cordoned"]
