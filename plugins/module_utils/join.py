@@ -232,11 +232,10 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
 
 def _wait_until_ready(hub, name, params, cluster):
     """The Cluster once it has the wanted condition (default Ready) within ``wait_timeout``."""
-    wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
+    wait = resources.Wait(timeout=params["wait_timeout"], interval=params.get("wait_sleep") or resources.WAIT_SLEEP,
+                          condition=params.get("wait_condition") or resources.wanted_condition("Ready"))
     try:
-        return resources.wait_for_condition(hub, CLUSTER, name, condition_type=wanted["type"], status=wanted["status"],
-                                            reason=wanted.get("reason"), timeout=params["wait_timeout"],
-                                            interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
+        return resources.wait_for_condition(hub, CLUSTER, name, wait=wait)
     except WaitTimeout as exc:
         raise WaitTimeout("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
                           "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
@@ -368,8 +367,8 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
             for kind, object_name, object_namespace in (
                     (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
                     (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
-                resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode, wait=True,
-                                 timeout=params["wait_timeout"], record=member_outcomes.append)
+                resources.delete(member, kind, object_name, object_namespace, check_mode,
+                                 resources.Wait(timeout=params["wait_timeout"]), record=member_outcomes.append)
     except FleetError as exc:
         raise _failed_after(exc, groups, "deleted")
     return _result(groups, cluster=resources.presentable(existing), cluster_id=cluster_id, diff=_diff(name, existing, None))

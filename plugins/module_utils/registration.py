@@ -423,8 +423,9 @@ class Registrar:
     def delete(self, cluster, kind, name, namespace=None, wait=False):
         """Delete, recorded before the wait (``wait_timeout``) until it is gone: a wait that times out still reports the
         deletion."""
-        return resources.delete(cluster, kind, name, namespace, self.check_mode, wait=wait, timeout=self.reg.wait_timeout,
-                                interval=self.reg.wait_sleep, record=lambda outcome: self.report.add(cluster, outcome))
+        return resources.delete(cluster, kind, name, namespace, self.check_mode,
+                                resources.Wait(wait, self.reg.wait_timeout, self.reg.wait_sleep),
+                                record=lambda outcome: self.report.add(cluster, outcome))
 
     def go_on_without_member(self, exc, leftovers):
         """Handle the error ``exc`` of an unregistration's first request to the member.
