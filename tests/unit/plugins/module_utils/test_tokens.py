@@ -195,10 +195,10 @@ def test_mismatches_reasons(kwargs, want, fragment):
 # --- ensure ---------------------------------------------------------------------------------------
 
 
-def ensure(hub, **kwargs):
-    args = dict(groups=KARMADA, usages=BOTH, ttl_seconds=3600, now=NOW)
-    args.update(kwargs)
-    return tokens.ensure_token(hub, **args)
+def ensure(hub, token=None, token_id=None, check_mode=False, create=True, **request):
+    want = dict(groups=KARMADA, usages=BOTH, ttl_seconds=3600, now=NOW)
+    want.update(request)
+    return tokens.ensure_token(hub, tokens.token_request(**want), token, token_id, check_mode, create)
 
 
 def test_creates_a_random_token_and_reuses_it(hub):
