@@ -558,4 +558,4 @@ def bootstrap_kubeconfig(server, ca_pem, token, cluster_name="hub", user="bootst
     """
     if not server or not ca_pem or not token:
         raise FleetError("a bootstrap kubeconfig needs the hub server, its CA and a token")
-    return pki.kubeconfig(server, ca_pem, cluster_name, user, context, token=token, proxy_url=proxy_url)
+    return pki.kubeconfig(dict(server=server, ca_pem=ca_pem, token=token, proxy_url=proxy_url), cluster_name, user, context)

@@ -135,9 +135,8 @@ def agent_csr(name, request_pem, expiration_seconds):
 
 def agent_kubeconfig(server, ca_pem, cluster_name, cert_pem, key_pem, proxy_url=None):
     """The kubeconfig karmada-agent uses: cluster ``karmada-apiserver`` (through ``proxy_url`` when given), user ``<cluster>``."""
-    return pki.kubeconfig(server, ca_pem, AGENT_KUBECONFIG_CLUSTER, cluster_name,
-                          "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER),
-                          client_cert_pem=cert_pem, client_key_pem=key_pem, proxy_url=proxy_url)
+    parts = dict(server=server, ca_pem=ca_pem, client_cert_pem=cert_pem, client_key_pem=key_pem, proxy_url=proxy_url)
+    return pki.kubeconfig(parts, AGENT_KUBECONFIG_CLUSTER, cluster_name, "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER))
 
 
 def agent_kubeconfig_secret(kubeconfig_text):
