@@ -82,10 +82,8 @@ def desired_cluster(params, cluster_id, member, existing):
     insecure = params.get("insecure_skip_tls_verification")
     if insecure is None:
         insecure = not member.verifies_tls
-    desired = karmada.push_cluster(
-        params["cluster_name"], cluster_id, params.get("api_endpoint") or member.server, params["cluster_namespace"],
-        insecure_skip_tls_verification=insecure, proxy_url=proxy_url, provider=params.get("provider"),
-        region=params.get("region"), zones=params.get("zones"))
+    desired = karmada.push_cluster(dict(params, api_endpoint=params.get("api_endpoint") or member.server,
+                                        insecure_skip_tls_verification=insecure, proxy_url=proxy_url), cluster_id)
     current = (existing or {}).get("spec") or {}
     # None removes a field with the merge patch; a field that is not there needs no removal.
     desired["spec"] = dict((k, v) for k, v in desired["spec"].items() if v is not None or current.get(k))
