@@ -279,38 +279,35 @@ def _wait(hub, engine, clusters, requesters, timeout, earlier=None, interval=res
     return seen["plans"]
 
 
-def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=False, timeout=120, check_mode=False,
-           warn=None, expect_new_csr=False, interval=resources.WAIT_SLEEP):
-    """Accept member ``clusters`` on ``hub``; return ``dict(changed, clusters, diff)``.
+def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=resources.NO_WAIT, check_mode=False,
+           expect_new_csr=False):
+    """Accept member ``clusters`` on ``hub``; return ``dict(changed, clusters, diff, warnings)``.
 
     A pending CSR that passes the checks is approved whether or not the cluster was accepted before;
     of several, only the newest (one certificate per agent). Agent CSRs of Karmada Push members are
-    refused. With ``wait``, first poll (every ``interval`` seconds, up to ``timeout``) until every
-    cluster has an acceptable pending CSR or is accepted already.
+    refused. With ``wait`` (an enabled :class:`resources.Wait`), first poll (every ``wait.interval`` seconds, up
+    to ``wait.timeout``) until every cluster has an acceptable pending CSR or is accepted already.
     ``expect_new_csr`` says that the agents are requesting certificates now (a registration, a
     re-registration, a renewal): the approved CSRs listed when the call starts and the joined state then
     do not count as accepted, only a CSR approved now or since (so ``wait`` waits for the new CSR).
     Raises FleetError naming each cluster that is not accepted afterwards (nothing acceptable, only
-    refused CSRs, ambiguous requesters), with the per-cluster results and ``changed`` as details.
-    ``warn(message)`` receives the approved CSRs of these clusters that break the rules (approved by
-    someone else before).
+    refused CSRs, ambiguous requesters), with the per-cluster results, ``changed`` and ``warnings`` as details.
+    ``warnings`` name the approved CSRs of these clusters that break the rules (approved by someone else before).
     """
     engine = engines.get(engine)
     clusters = fleet.cluster_names(engine, clusters)
     earlier = {} if expect_new_csr else None
-    if wait:
-        plans = _wait(hub, engine, clusters, requesters, timeout, earlier, interval)
+    if wait.enabled:
+        plans = _wait(hub, engine, clusters, requesters, wait.timeout, earlier, wait.interval)
     else:
         plans = read_plans(hub, engine, clusters, requesters, earlier)
-    results, diffs = [], []
+    results, diffs, warnings = [], [], []
     for plan in plans:
-        for message in plan.warnings:
-            if warn:
-                warn(message)
+        warnings += plan.warnings
         result, changes = _act(hub, plan, deny_invalid, check_mode)
         results.append(result)
         diffs += changes
-    outcome = {"changed": bool(diffs), "clusters": results, "diff": diffs}
+    outcome = {"changed": bool(diffs), "clusters": results, "diff": diffs, "warnings": warnings}
     failed = [(plan, result) for plan, result in zip(plans, results) if not result["accepted"]]
     if failed:
         raise FleetError("%s: not accepted: %s" % (hub.label, "; ".join(

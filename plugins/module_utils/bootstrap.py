@@ -504,17 +504,16 @@ def expected_pins(ca_pins, unsafe_skip_ca_verification=False):
 
 
 def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=False, timeout=10, opener=None,
-                 allow_unsigned=False, proxy=None, proxy_ca_pem=None):
+                 allow_unsigned=False):
     """Learn the hub's API server URL and CA the way a joining member does (kubeadm token discovery).
 
     Fetches ``kube-public/cluster-info`` from ``server_url`` anonymously without TLS verification,
     checks the ``jws-kubeconfig-<token-id>`` signature with the token, checks the CA bundle against
     ``ca_pins`` (at least one required unless ``unsafe_skip_ca_verification``; pins given are always
     checked), then fetches cluster-info again over TLS verified with that CA (host name included) and
-    requires the same kubeconfig. ``opener(url, ssl_context, timeout) -> (status, body_bytes)`` replaces
-    the HTTP client (tests). The token never leaves this process: it only keys the HMAC. With ``proxy``
-    both fetches go through that forward proxy (:func:`proxied_fetch`, ``proxy_ca_pem`` the CA of an
-    https proxy).
+    requires the same kubeconfig. ``opener(url, ssl_context, timeout) -> (status, body_bytes)`` makes both
+    fetches: by default a direct HTTPS request; :func:`proxied_fetch` goes through a forward proxy (tests
+    pass a fake). The token never leaves this process: it only keys the HMAC.
 
     With ``allow_unsigned``, a token that is not a bootstrap token (an OCM ServiceAccount token) is
     accepted: no JWS exists for it, so the CA pin (or the explicit unsafe option) is all that
@@ -532,7 +531,7 @@ def discover_hub(server_url, token, ca_pins=None, unsafe_skip_ca_verification=Fa
     token_id, secret = (None, None) if unsigned else parse_token(token)
     expected = expected_pins(ca_pins, unsafe_skip_ca_verification)
     url = hub_url(server_url) + CLUSTER_INFO_PATH
-    fetch = opener or (proxied_fetch(proxy, proxy_ca_pem) if proxy else _urllib_fetch)
+    fetch = opener or _urllib_fetch
     data = _fetch_cluster_info(fetch, url, insecure_tls_context(), timeout, "without TLS verification")
     kubeconfig = _kubeconfig_of(data) if unsigned else _signed_kubeconfig(data, token_id, secret)
     server, ca_pem = _cluster_of(kubeconfig)
@@ -558,4 +557,4 @@ def bootstrap_kubeconfig(server, ca_pem, token, cluster_name="hub", user="bootst
     """
     if not server or not ca_pem or not token:
         raise FleetError("a bootstrap kubeconfig needs the hub server, its CA and a token")
-    return pki.kubeconfig(server, ca_pem, cluster_name, user, context, token=token, proxy_url=proxy_url)
+    return pki.kubeconfig(dict(server=server, ca_pem=ca_pem, token=token, proxy_url=proxy_url), cluster_name, user, context)

@@ -28,10 +28,6 @@ LEASE_DURATION_SECONDS = 60  # a run renews its Lease every third of this; a Lea
 REGISTRATION_LEASE = "multicluster-fleet-registration"
 
 
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
 def micro_time(moment):
     """A Lease time (``MicroTime``): ``2027-11-23T04:00:00.123456Z``."""
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -44,6 +40,23 @@ def _parse_time(text):
         return None
 
 
+class SystemClock:
+    """The time a :class:`LeaseLock` keeps: ``now()``, the UTC time written into its Lease; ``monotonic()``, for its
+    deadline and renewals; ``sleep(seconds)``, between two looks at another run's Lease. Tests give a fake one."""
+
+    @staticmethod
+    def now():
+        return datetime.datetime.now(datetime.timezone.utc)
+
+    @staticmethod
+    def monotonic():
+        return time.monotonic()
+
+    @staticmethod
+    def sleep(seconds):
+        time.sleep(seconds)
+
+
 class LeaseLock:
     """Lease ``kube-system/<name>`` on ``cluster``: one run at a time does what the Lease guards (``doing``).
 
@@ -51,20 +64,19 @@ class LeaseLock:
     of :data:`LEASE_DURATION_SECONDS`, given back by deleting it (only while it is still this run's).
     A Lease whose holder has not renewed it within its duration belongs to a run that was stopped: it
     is taken over by an update guarded by its ``resourceVersion``, so that one run only wins.
-    ``holder`` names this run in other runs' messages: host, process id and a random part.
+    ``holder`` names this run in other runs' messages: host, process id and a random part. ``clock`` is the time
+    it keeps (default a :class:`SystemClock`).
     """
 
-    def __init__(self, cluster, name, doing, unfinished="nothing more was written", holder=None, interval=1.0, now=None,
-                 clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, cluster, name, doing, unfinished="nothing more was written", holder=None, interval=1.0,
+                 clock=None):
         self.cluster = cluster
         self.name = name
         self.doing = doing  # what the holder does, in other runs' messages: "registering cluster member1"
         self.unfinished = unfinished  # what a run that lost the Lease left undone
         self.interval = interval  # seconds between two looks at a Lease another run holds
         self.holder = holder or "%s/%d/%s" % (socket.gethostname(), os.getpid(), secrets.token_hex(4))
-        self._now = now or _now
-        self._clock = clock
-        self._sleep = sleep
+        self._clock = clock or SystemClock()
         self.lease = None  # this run's Lease while it holds it
         self._renewed = None
 
@@ -73,7 +85,7 @@ class LeaseLock:
         return LEASE.ref(self.name, LOCK_NAMESPACE)
 
     def _spec(self, transitions):
-        now = micro_time(self._now())
+        now = micro_time(self._clock.now())
         return {"holderIdentity": self.holder, "leaseDurationSeconds": LEASE_DURATION_SECONDS, "acquireTime": now,
                 "renewTime": now, "leaseTransitions": transitions}
 
@@ -87,7 +99,7 @@ class LeaseLock:
         spec = lease.get("spec") or {}
         renewed = _parse_time(spec.get("renewTime") or spec.get("acquireTime"))
         duration = datetime.timedelta(seconds=spec.get("leaseDurationSeconds") or LEASE_DURATION_SECONDS)
-        return not spec.get("holderIdentity") or renewed is None or renewed + duration < self._now()
+        return not spec.get("holderIdentity") or renewed is None or renewed + duration < self._clock.now()
 
     def _get(self):
         return resources.get(self.cluster, LEASE, self.name, LOCK_NAMESPACE)
@@ -102,7 +114,7 @@ class LeaseLock:
 
         Returns :meth:`describe` of the other run's Lease when this run had to wait for it, else None.
         """
-        deadline = self._clock() + timeout
+        deadline = self._clock.monotonic() + timeout
         waited = None
         while True:
             current = self._get()
@@ -122,21 +134,21 @@ class LeaseLock:
             except (Conflict, NotFound):
                 continue  # another run was quicker: look again
             waited = self.describe(current)
-            if self._clock() >= deadline:
+            if self._clock.monotonic() >= deadline:
                 raise FleetError("%s: another run (%s) has been %s since %s and still held %s after %ss: run again once it "
                                  "has finished (the Lease of a run that was stopped expires %ss after its last renewal)"
                                  % (self.cluster.label, waited["holder"], self.doing, waited["since"], self.ref, timeout,
                                     LEASE_DURATION_SECONDS), waited_for=waited)
-            self._sleep(self.interval)
-        self._renewed = self._clock()
+            self._clock.sleep(self.interval)
+        self._renewed = self._clock.monotonic()
         return waited
 
     def renew(self, force=False):
         """Renew the Lease when a third of its duration has passed (``force``: now); FleetError when it was lost."""
-        if not force and self._clock() - self._renewed < LEASE_DURATION_SECONDS / 3.0:
+        if not force and self._clock.monotonic() - self._renewed < LEASE_DURATION_SECONDS / 3.0:
             return
         patch = {"metadata": {"resourceVersion": self.lease["metadata"]["resourceVersion"]},
-                 "spec": {"renewTime": micro_time(self._now())}}
+                 "spec": {"renewTime": micro_time(self._clock.now())}}
         try:
             self.lease = self.cluster.request("PATCH", LEASE.path(LOCK_NAMESPACE, self.name), body=patch,
                                               content_type=resources.MERGE_PATCH)
@@ -146,7 +158,7 @@ class LeaseLock:
             raise FleetError("%s: this run lost %s to %s (it was not renewed for %ss) while %s; %s: run again"
                              % (self.cluster.label, self.ref, self.describe(current)["holder"] if current else "nobody",
                                 LEASE_DURATION_SECONDS, self.doing, self.unfinished))
-        self._renewed = self._clock()
+        self._renewed = self._clock.monotonic()
 
     def release(self):
         """Delete the Lease if it is still this run's. Returns a warning when the member did not answer, else None."""

@@ -105,8 +105,8 @@ def apply(cluster, items, check_mode=False, existing="update", wait=False, timeo
             outcome = _ensure(cluster, kind, manifest, existing)
             outcomes.append(outcome)
             if kind is resources.CRD and outcome.changed:
-                resources.wait_for_condition(cluster, kind, manifest["metadata"]["name"], condition_type="Established",
-                                             timeout=timeout)
+                established = resources.Wait(timeout=timeout, condition=resources.wanted_condition("Established"))
+                resources.wait_for_condition(cluster, kind, manifest["metadata"]["name"], wait=established)
         if wait:
             for outcome, (kind, manifest) in zip(outcomes, items):
                 outcome.current = wait_ready(cluster, kind, manifest, timeout, conditions or [], interval)
@@ -261,8 +261,8 @@ def remove(cluster, items, check_mode=False, keep_unlabeled=False, wait=False, t
                 if current is not None and not resources.contains(current["metadata"].get("labels") or {}, labels):
                     outcomes.append(resources.Outcome(kind, name, namespace, "unchanged", current, current))
                     continue
-            resources.delete(cluster, kind, name, namespace, check_mode=check_mode, wait=wait, timeout=timeout,
-                             interval=interval, record=outcomes.append)
+            resources.delete(cluster, kind, name, namespace, check_mode, resources.Wait(wait, timeout, interval),
+                             record=outcomes.append)
     except FleetError as exc:
         raise _partial(exc, outcomes, "deleted")
     return outcomes

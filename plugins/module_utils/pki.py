@@ -253,19 +253,21 @@ def merge_certificates(*bundles):
     return "".join(merged)
 
 
-def kubeconfig(server, ca_pem, cluster, user, context, token=None, client_cert_pem=None, client_key_pem=None,
-               proxy_url=None):
-    """The YAML text of a kubeconfig with one cluster, one user (a token or a client certificate) and one context.
+def kubeconfig(parts, cluster, user, context):
+    """The YAML text of a kubeconfig with one cluster, one user and one context, named ``cluster``, ``user`` and
+    ``context``: the inverse of :func:`read_kubeconfig`.
 
-    ``proxy_url`` becomes the cluster's ``proxy-url``: the forward proxy clients reach the server through.
+    ``parts`` are what :func:`read_kubeconfig` returns: ``server``, ``ca_pem``, the credentials (a ``token``, or
+    ``client_cert_pem`` and ``client_key_pem``) and, optional, ``proxy_url``, which becomes the cluster's
+    ``proxy-url``: the forward proxy clients reach the server through.
     """
-    credentials = {"token": token} if token else {
-        "client-certificate-data": b64(client_cert_pem),
-        "client-key-data": b64(client_key_pem),
+    credentials = {"token": parts["token"]} if parts.get("token") else {
+        "client-certificate-data": b64(parts.get("client_cert_pem")),
+        "client-key-data": b64(parts.get("client_key_pem")),
     }
-    cluster_entry = {"server": server, "certificate-authority-data": b64(ca_pem)}
-    if proxy_url:
-        cluster_entry["proxy-url"] = proxy_url
+    cluster_entry = {"server": parts["server"], "certificate-authority-data": b64(parts["ca_pem"])}
+    if parts.get("proxy_url"):
+        cluster_entry["proxy-url"] = parts["proxy_url"]
     config = {
         "apiVersion": "v1",
         "kind": "Config",

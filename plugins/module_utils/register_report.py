@@ -62,7 +62,7 @@ def failed_after(exc, registered, report):
     """``exc`` raised after ``registered`` and ``report`` were written: the same error, naming everything written."""
     details = dict(exc.details)
     applied, written = details.pop("changed", False), details.pop("objects", [])
-    for key in ("clusters", "diff", "waiting"):
+    for key in ("clusters", "diff", "waiting", "warnings"):
         details.pop(key, None)
     merged = merge_written(registered, report)
     error = WaitTimeout if isinstance(exc, WaitTimeout) else FleetError

@@ -204,15 +204,17 @@ def discover(reg, discover_hub=bootstrap.discover_hub, sleep=time.sleep):
     """Token discovery of the hub, retried while cluster-info has no signature for the token yet.
 
     Kubernetes' bootstrapsigner signs cluster-info moments after a token is created; like karmadactl,
-    wait for it up to ``discovery_timeout`` seconds, then fail with the signer's verdict.
+    wait for it up to ``discovery_timeout`` seconds, then fail with the signer's verdict. Cluster-info is fetched
+    through the forward proxy ``proxy_url`` when one is set (:func:`bootstrap.proxied_fetch`).
     """
     found, last = {}, {}
+    opener = bootstrap.proxied_fetch(reg.proxy_url, reg.proxy_ca_pem) if reg.proxy_url else None
 
     def attempt():
         try:
             found.update(discover_hub(reg.hub_apiserver, reg.token, ca_pins=reg.ca_pins,
-                                      unsafe_skip_ca_verification=reg.unsafe_skip_ca_verification,
-                                      allow_unsigned=reg.engine.unsigned_discovery, proxy=reg.proxy_url, proxy_ca_pem=reg.proxy_ca_pem))
+                                      unsafe_skip_ca_verification=reg.unsafe_skip_ca_verification, opener=opener,
+                                      allow_unsigned=reg.engine.unsigned_discovery))
         except bootstrap.MissingSignature as exc:
             last["error"] = exc
             return False, exc.msg
@@ -423,8 +425,9 @@ class Registrar:
     def delete(self, cluster, kind, name, namespace=None, wait=False):
         """Delete, recorded before the wait (``wait_timeout``) until it is gone: a wait that times out still reports the
         deletion."""
-        return resources.delete(cluster, kind, name, namespace, self.check_mode, wait=wait, timeout=self.reg.wait_timeout,
-                                interval=self.reg.wait_sleep, record=lambda outcome: self.report.add(cluster, outcome))
+        return resources.delete(cluster, kind, name, namespace, self.check_mode,
+                                resources.Wait(wait, self.reg.wait_timeout, self.reg.wait_sleep),
+                                record=lambda outcome: self.report.add(cluster, outcome))
 
     def go_on_without_member(self, exc, leftovers):
         """Handle the error ``exc`` of an unregistration's first request to the member.

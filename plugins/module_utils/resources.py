@@ -222,9 +222,31 @@ def ensure(cluster, kind, desired, check_mode=False):
                      % (cluster.label, kind.ref(name, namespace), CONFLICT_RETRIES))
 
 
-def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, timeout=60,
-           propagation="Background", interval=1.0, record=None):
-    """Delete the object; ``absent`` when it was not there. Optionally wait until it is gone (checked every ``interval``).
+class Wait:
+    """The wait options (doc fragment ``multicluster.fleet.wait``) as one value: whether to wait (``enabled``, the
+    ``wait`` option), for at most ``timeout`` seconds (``wait_timeout``), looking every ``interval`` seconds
+    (``wait_sleep``), and, for waits on a condition, for which (``condition``, a ``wait_condition``: a
+    :func:`wanted_condition` or, for a module that parses its own, the option as given; None: the waiter's default).
+    """
+
+    def __init__(self, enabled=True, timeout=60, interval=1.0, condition=None):
+        self.enabled = enabled
+        self.timeout = timeout
+        self.interval = interval
+        self.condition = condition
+
+    @classmethod
+    def from_params(cls, params):
+        """The wait options of a module's ``params`` (``wait_condition`` only where the module has it)."""
+        return cls(params["wait"], params["wait_timeout"], params["wait_sleep"], params.get("wait_condition"))
+
+
+NO_WAIT = Wait(enabled=False)
+
+
+def delete(cluster, kind, name, namespace=None, check_mode=False, wait=NO_WAIT, record=None):
+    """Delete the object; ``absent`` when it was not there. With ``wait`` (a :class:`Wait` that is ``enabled``) wait
+    until it is gone.
 
     ``record`` (a callable) is given the outcome before any wait, so that a run whose wait times out still reports
     the deletion (:func:`failed_after`).
@@ -235,14 +257,14 @@ def delete(cluster, kind, name, namespace=None, check_mode=False, wait=False, ti
         try:
             if not check_mode:
                 cluster.request("DELETE", kind.path(namespace, name),
-                                body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+                                body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"})
             outcome = Outcome(kind, name, namespace, "deleted", existing, None)
         except NotFound:
             pass
     if record:
         record(outcome)
-    if wait and outcome.changed and not check_mode:
-        wait_until_gone(cluster, kind, name, namespace, timeout, interval)
+    if wait.enabled and outcome.changed and not check_mode:
+        wait_until_gone(cluster, kind, name, namespace, wait.timeout, wait.interval)
     return outcome
 
 
@@ -316,17 +338,18 @@ def condition_met(obj, wanted):
     return False, "%s=%s (%s: %s)" % (wanted["type"], item.get("status"), item.get("reason"), item.get("message"))
 
 
-def wait_for_condition(cluster, kind, name, namespace=None, condition_type="Ready", status="True", timeout=120,
-                       reason=None, interval=1.0):
-    """Wait until the object has the condition with that status (and reason, if given); return the object."""
+def wait_for_condition(cluster, kind, name, namespace=None, wait=None):
+    """Wait until the object has the ``wait.condition`` (:func:`wanted_condition`; default ``Ready=True``) within
+    ``wait.timeout`` seconds (default 120); return the object."""
     seen = {}
-    wanted = wanted_condition(condition_type, status, reason)
+    wait = wait or Wait(timeout=120)
+    wanted = wait.condition or wanted_condition("Ready")
 
     def met():
         obj = seen["obj"] = get(cluster, kind, name, namespace)
         return condition_met(obj, wanted)
-    wait_until(met, timeout, "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted)),
-               interval=interval)
+    what = "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted))
+    wait_until(met, wait.timeout, what, interval=wait.interval)
     return seen["obj"]
 
 

@@ -195,9 +195,16 @@ def public_view(info):
     return dict((k, info[k]) for k in ("token_id", "description", "usages", "groups", "expiration") if k in info)
 
 
-def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=None, token_id=None,
-                 check_mode=False, now=None, create=True):
-    """Make a bootstrap token with these properties exist; return what was done.
+def token_request(groups, usages, ttl_seconds, description=None, now=None):
+    """What :func:`ensure_token` asks of a bootstrap token: exactly these extra ``groups``, ``usages`` and
+    ``description``, expiring ``ttl_seconds`` after ``now`` (default: the current time; 0: never). The keyword
+    arguments of :func:`mismatches`."""
+    return dict(groups=list(groups), usages=sorted(set(usages)), description=description, ttl_seconds=ttl_seconds,
+                now=_utc_now(now))
+
+
+def ensure_token(cluster, want, token=None, token_id=None, check_mode=False, create=True):
+    """Make a bootstrap token that serves ``want`` (:func:`token_request`) exist; return what was done.
 
     With ``token`` (``<id>.<secret>``) or ``token_id`` that token is the one managed: created when
     missing, left alone when it serves the request (see :func:`mismatches`), otherwise rewritten in
@@ -211,15 +218,12 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
     the description after the run (no secret), ``before`` the one before, ``reasons`` why it was
     rewritten, ``summary`` the "Kind/ns/name: action" line and ``diff`` before/after without secrets.
     """
-    now = _utc_now(now)
-    usages = sorted(set(usages))
-    groups = list(groups)
+    now = want["now"]
     secret = None
     if token is not None:
         token_id, secret = bootstrap.parse_token(token)
     elif token_id is not None:
         _check_id(token_id)
-    want = dict(groups=groups, usages=usages, description=description, ttl_seconds=ttl_seconds, now=now)
 
     if token_id is None:
         reused = _reuse(cluster, want)
@@ -228,7 +232,8 @@ def ensure_token(cluster, groups, usages, ttl_seconds, description=None, token=N
         if not create:
             raise FleetError("%s has no valid bootstrap token%s for groups %s: the hub has not been prepared (or its join "
                              "token expired); run the hub play first (role multicluster.fleet.hub_init)"
-                             % (cluster.label, " described %r" % description if description else "", ", ".join(groups)),
+                             % (cluster.label, " described %r" % want["description"] if want["description"] else "",
+                                ", ".join(want["groups"])),
                              missing=True)
         if check_mode:
             return _create(cluster, None, None, want, check_mode)

@@ -422,20 +422,19 @@ def _check_name(name):
                          "digits, '-' and '.', at most 253 characters)" % name)
 
 
-def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, wait=False,
-            wait_condition=None, wait_timeout=120, interval=resources.WAIT_SLEEP):
+def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, wait=resources.NO_WAIT):
     """state=present: validate, write one work per cluster, optionally wait; return the module result.
 
     ``manifests`` are ``(manifest, origin)`` pairs; ``options`` holds ``labels``, ``annotations``,
-    ``delete_option`` and ``manifest_configs``. ``wait_condition`` is the module option (see
-    :func:`parse_wait_condition`), checked every ``interval`` seconds. In check mode the writes are server
-    dry runs and the wait is skipped.
+    ``delete_option`` and ``manifest_configs``. ``wait`` (:class:`resources.Wait`) holds the wait options; its
+    ``condition`` is the module's ``wait_condition`` (see :func:`parse_wait_condition`), checked whether or not
+    the run waits. In check mode the writes are server dry runs and the wait is skipped.
     """
     engine = engines.get(engine)
     works = engine.works
     _check_name(name)
     clusters = fleet.cluster_names(engine, clusters)
-    wanted = parse_wait_condition(wait_condition)
+    wanted = parse_wait_condition(wait.condition)
     works.check_condition(wanted)
     manifests = validate_manifests(manifests)
     desired = dict((c, desired_work(works, name, c, manifests, options)) for c in clusters)
@@ -445,9 +444,9 @@ def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, w
         raise _failure(works, "writing %s %s" % (works.kind.kind, name), outcomes, errors, check_mode)
     written = dict((c, o.after) for c, o in outcomes.items())
     changed = any(o.changed for o in outcomes.values())
-    if wait and not check_mode:
+    if wait.enabled and not check_mode:
         try:
-            wait_for_works(hub, works, name, clusters, wanted, wait_timeout, interval, latest=written)
+            wait_for_works(hub, works, name, clusters, wanted, wait.timeout, wait.interval, latest=written)
         except WaitTimeout as exc:
             raise FleetError(exc.msg, changed=changed,
                              clusters=dict((c, summarize(works, written[c], outcomes[c].action)) for c in clusters))
@@ -456,8 +455,9 @@ def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, w
             "diff": _diffs(outcomes)}
 
 
-def remove(hub, engine, name, clusters, check_mode=False, wait=False, wait_timeout=120, interval=resources.WAIT_SLEEP):
-    """state=absent: delete the work on every cluster (a work already being deleted is left alone)."""
+def remove(hub, engine, name, clusters, check_mode=False, wait=resources.NO_WAIT):
+    """state=absent: delete the work on every cluster (a work already being deleted is left alone); with ``wait``
+    (:class:`resources.Wait`) wait until they are gone."""
     engine = engines.get(engine)
     works = engine.works
     _check_name(name)
@@ -475,9 +475,9 @@ def remove(hub, engine, name, clusters, check_mode=False, wait=False, wait_timeo
     if errors:
         raise _failure(works, "deleting %s %s" % (kind.kind, name), outcomes, errors, check_mode)
     changed = any(o.changed for o in outcomes.values())
-    if wait and not check_mode:
+    if wait.enabled and not check_mode:
         try:
-            wait_until_deleted(hub, works, name, clusters, wait_timeout, interval)
+            wait_until_deleted(hub, works, name, clusters, wait.timeout, wait.interval)
         except WaitTimeout as exc:
             raise FleetError(exc.msg + " (the engine's agent removes its finalizer once the applied objects are handled)",
                              changed=changed)

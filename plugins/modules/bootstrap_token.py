@@ -270,8 +270,8 @@ def present(module, cluster, ttl_seconds):
     else:
         groups = params["groups"] if params["groups"] is not None else [engine.bootstrap_group]
         usages = params["usages"] if params["usages"] is not None else list(bootstrap.DEFAULT_USAGES)
-        done = tokens.ensure_token(cluster, groups, usages, ttl_seconds, params["description"], params["token"],
-                                   params["token_id"], module.check_mode, create=params["create"])
+        want = tokens.token_request(groups, usages, ttl_seconds, params["description"])
+        done = tokens.ensure_token(cluster, want, params["token"], params["token_id"], module.check_mode, create=params["create"])
         info = done["info"]
         result = dict(changed=done["action"] != "unchanged", token=done["token"], token_id=info["token_id"],
                       expiration=info["expiration"], usages=info["usages"], groups=info["groups"],

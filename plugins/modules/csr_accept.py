@@ -210,9 +210,8 @@ def run(module):
     params = module.params
     resources.check_wait_options(params)
     return accept(module.cluster(), params["engine"], params["clusters"], requesters=params["requesters"],
-                  deny_invalid=params["deny_invalid"], wait=params["wait"], timeout=params["wait_timeout"],
-                  check_mode=module.check_mode, warn=module.warn, expect_new_csr=params["expect_new_csr"],
-                  interval=params["wait_sleep"])
+                  deny_invalid=params["deny_invalid"], wait=resources.Wait.from_params(params),
+                  check_mode=module.check_mode, expect_new_csr=params["expect_new_csr"])
 
 
 def module_spec():

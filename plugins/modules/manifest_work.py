@@ -389,14 +389,13 @@ def run(module):
     resources.check_wait_options(params)
     hub = module.cluster()
     if params["state"] == "absent":
-        return work.remove(hub, params["engine"], params["name"], params["clusters"], check_mode=module.check_mode,
-                           wait=params["wait"], wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
+        return work.remove(hub, params["engine"], params["name"], params["clusters"], module.check_mode,
+                           resources.Wait.from_params(params))
     manifests = [(m, None) for m in params["manifests"] or []] + work.load_sources(params["src"])
     module.no_log_values.update(work.secret_values(m for m, _origin in manifests))
     options = dict((k, params[k]) for k in ("labels", "annotations", "delete_option", "manifest_configs"))
     return work.deliver(hub, params["engine"], params["name"], params["clusters"], manifests, options,
-                        check_mode=module.check_mode, wait=params["wait"], wait_condition=params["wait_condition"],
-                        wait_timeout=params["wait_timeout"], interval=params["wait_sleep"])
+                        module.check_mode, resources.Wait.from_params(params))
 
 
 def module_spec():

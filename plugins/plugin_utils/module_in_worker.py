@@ -248,11 +248,14 @@ class _Exit(BaseException):
 
 class ControllerModule(FleetModuleBase):
     """What the collection's modules use of ``AnsibleModule`` (``params``, ``check_mode``, ``_diff``, ``warn``,
-    ``no_log_values``, ``exit_json``, ``fail_json``), on the controller, giving the result a module process gives."""
+    ``no_log_values``, ``exit_json``, ``fail_json``), on the controller, giving the result a module process gives.
+
+    It takes what :class:`FleetModule` takes (a module's ``module_spec()``); ``dependencies`` are the options'
+    dependencies (``mutually_exclusive``, ``required_together``, ``required_one_of``, ``required_if``,
+    ``required_by``), checked by ``ArgumentSpecValidator`` as ``AnsibleModule`` checks them."""
 
     def __init__(self, params, internal, argument_spec, role="hub", environment=True, supports_check_mode=True,
-                 mutually_exclusive=None, required_together=None, required_one_of=None, required_if=None,
-                 required_by=None):
+                 **dependencies):
         self._name = internal.get("_ansible_module_name")
         self._internal = internal
         self.check_mode = bool(internal.get("_ansible_check_mode", False))
@@ -261,8 +264,7 @@ class ControllerModule(FleetModuleBase):
         self._warnings = []
         spec = fleet_argument_spec(argument_spec)
         self.argument_spec = spec
-        validation = ArgumentSpecValidator(spec, mutually_exclusive, required_together, required_one_of, required_if,
-                                           required_by).validate(params)
+        validation = ArgumentSpecValidator(spec, **dependencies).validate(params)
         self.params = validation.validated_parameters
         self.no_log_values = no_log_values(spec, self.params)
         for name, option in spec.items():

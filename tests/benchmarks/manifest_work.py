@@ -46,7 +46,7 @@ def register(hub, name):
     """An accepted, available ManagedCluster and its hub namespace, as registration would leave them."""
     namespace = resources.get(hub, resources.NAMESPACE, name)
     if namespace is not None and namespace["metadata"].get("deletionTimestamp"):  # an earlier run's, still terminating
-        resources.delete(hub, resources.NAMESPACE, name, wait=True, timeout=300)
+        resources.delete(hub, resources.NAMESPACE, name, wait=resources.Wait(timeout=300))
     resources.ensure(hub, MANAGED_CLUSTER, {"metadata": {"name": name}, "spec": {"hubAcceptsClient": True}})
     hub.request("PATCH", MANAGED_CLUSTER.path(name=name, subresource="status"), content_type=resources.MERGE_PATCH,
                 body={"status": {"conditions": [
@@ -59,7 +59,7 @@ def register(hub, name):
 
 def unregister(hub, name):
     """Remove the cluster; its namespace is waited for, so that a next run can register the name again."""
-    resources.delete(hub, resources.NAMESPACE, name, wait=True, timeout=300)
+    resources.delete(hub, resources.NAMESPACE, name, wait=resources.Wait(timeout=300))
     resources.delete(hub, MANAGED_CLUSTER, name)
 
 
@@ -128,7 +128,7 @@ def main():
         finally:
             for work in resources.list_objects(hub, MANIFEST_WORK):  # left by a failed run; the agent finalizes them
                 if work["metadata"]["namespace"] in names and agent is not None:
-                    resources.delete(hub, MANIFEST_WORK, work["metadata"]["name"], work["metadata"]["namespace"], wait=True)
+                    resources.delete(hub, MANIFEST_WORK, work["metadata"]["name"], work["metadata"]["namespace"], wait=resources.Wait())
             if agent is not None:
                 agent.stop()
             with ThreadPoolExecutor(8) as pool:

@@ -49,7 +49,7 @@ def prepared(hub, admin):
     for engine in ("karmada", "ocm"):
         run_module("hub_registration", dict(hub, engine=engine, state="absent"))
     if not had_namespace:  # hub_registration keeps it (the OCM operator lives there); these tests made it
-        resources.delete(admin, resources.NAMESPACE, "open-cluster-management", wait=True)
+        resources.delete(admin, resources.NAMESPACE, "open-cluster-management", wait=resources.Wait())
 
 
 def token_module(hub, args, check_mode=False, diff=False):

@@ -58,7 +58,7 @@ def registered(hub):
                                    body={"status": status}, content_type=resources.MERGE_PATCH)
     yield connection
     for kind, name in created:
-        resources.delete(connection, kind, name, wait=True)
+        resources.delete(connection, kind, name, wait=resources.Wait())
 
 
 def by_name(result):

@@ -81,6 +81,8 @@ def hub(lab):
 
 # Which member each cluster name stands for (also what the final cleanup unjoins).
 MEMBERS = {EAST: "member1", WEST: "member2"}
+# Karmada's controller marking a Cluster it cannot reach.
+NOT_READY = resources.Wait(timeout=20, condition=resources.wanted_condition("Ready", "False"))
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,7 @@ def karmada_controller(lab, hub):
                                                      interval=0.5).start()
     yield simulation
     simulation.stop()
-    resources.delete(hub, CLUSTER, "cj-pull", wait=True)
+    resources.delete(hub, CLUSTER, "cj-pull", wait=resources.Wait())
     for name, member in MEMBERS.items():
         join.unjoin(hub, connection(lab, member), dict(cluster_name=name, cluster_namespace=NS, wait_timeout=60, force=True))
     for kind, name in ((CLUSTER_ROLE_BINDING, LIMITED_USER), (CLUSTER_ROLE, LIMITED_USER)):
@@ -278,7 +280,7 @@ class TestPushLifecycle:
         moved = ok(run(args(EAST, api_endpoint=endpoint)))
         assert changed_lines(moved) == ["hub Cluster/cj-east: updated"]
         # The Ready=True from before the move counts until the controller has looked again.
-        resources.wait_for_condition(hub, CLUSTER, EAST, condition_type="Ready", status="False", timeout=20)
+        resources.wait_for_condition(hub, CLUSTER, EAST, wait=NOT_READY)
         timed_out = failed(run(args(EAST, api_endpoint=endpoint, wait=True, wait_timeout=2)),
                            "Cluster/cj-east on cluster 'hub' (%s) to have Ready=True" % lab.clusters["hub"]["server"],
                            "ClusterNotReachable: cluster is not reachable", "reaches %s with the stored token" % endpoint)
@@ -297,8 +299,8 @@ class TestPushLifecycle:
         """A re-created member ServiceAccount voids the stored token: not ready until a re-run stores the new one."""
         member = connection(lab, "member1")
         old = hub_token(hub, EAST)
-        resources.delete(member, SERVICE_ACCOUNT, "karmada-cj-east", NS, wait=True)
-        resources.wait_for_condition(hub, CLUSTER, EAST, condition_type="Ready", status="False", timeout=20)
+        resources.delete(member, SERVICE_ACCOUNT, "karmada-cj-east", NS, wait=resources.Wait())
+        resources.wait_for_condition(hub, CLUSTER, EAST, wait=NOT_READY)
         assert resources.condition(resources.get(hub, CLUSTER, EAST), "Ready")["reason"] == "ClusterNotReachable"
         result = ok(run(args(EAST, wait=True)))
         assert changed_lines(result) == ["member ServiceAccount/karmada-cluster/karmada-cj-east: created",

@@ -33,7 +33,7 @@ def hub(lab):
     yield auth, connection
     for kind, names, _labels, _spec in ENGINES.values():
         for name in names:
-            resources.delete(connection, kind, name, wait=True)
+            resources.delete(connection, kind, name, wait=resources.Wait())
 
 
 def metadata(hub, engine, name):

@@ -331,7 +331,7 @@ def test_karmada_refuses_to_unregister_a_push_cluster(lab, hub_api, karmada_env)
         assert result["rc"] == 1 and "Push mode" in result["msg"] and "multicluster.fleet.cluster_join" in result["msg"]
         assert resources.get(hub_api, karmada.CLUSTER, "reg-push") is not None
     finally:
-        resources.delete(hub_api, karmada.CLUSTER, "reg-push", wait=True)
+        resources.delete(hub_api, karmada.CLUSTER, "reg-push", wait=resources.Wait())
 
 
 # --- OCM ------------------------------------------------------------------------------------------------------

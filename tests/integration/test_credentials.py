@@ -286,7 +286,7 @@ class TestOnlyTheVariables:
             found = ok(run_module("cluster_info", {"engine": "karmada", "name": name}, env=awx_env))["clusters"]
             assert [(c["name"], c["id"]) for c in found] == [(name, "probe")]
         finally:
-            resources.delete(hub_api, CLUSTER, name, wait=True)
+            resources.delete(hub_api, CLUSTER, name, wait=resources.Wait())
 
     def test_bootstrap_token_info_reaches_the_hub(self, lab, awx_env):
         hub_api = admin(lab, lab.hub)

@@ -258,7 +258,7 @@ def test_ocm_registration_end_to_end(lab, hub, hub_auth, tokens, tmp_path):
         assert again["clusters"] == [{"name": name, "approved": [], "rejected": [], "denied": [], "accepted": True}]
         assert accept(hub_auth, "ocm", [name], check_mode=True)["changed"] is False
     finally:
-        resources.delete(hub, MANAGED_CLUSTER, name, wait=True, timeout=30)  # the hub controller drops its finalizers
+        resources.delete(hub, MANAGED_CLUSTER, name, wait=resources.Wait(timeout=30))  # the hub controller drops its finalizers
         klusterlet.stop()
         controller.stop()
         for item in resources.list_objects(hub, CSR, label_selector="open-cluster-management.io/cluster-name=" + name):

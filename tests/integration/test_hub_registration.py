@@ -50,7 +50,7 @@ def hub(lab):
     for engine in ("karmada", "ocm"):
         registration(dict(args, engine=engine, state="absent"))
     if not had_namespace:  # hub_registration keeps it (the OCM operator lives there); these tests made it
-        resources.delete(connection, resources.NAMESPACE, "open-cluster-management", wait=True)
+        resources.delete(connection, resources.NAMESPACE, "open-cluster-management", wait=resources.Wait())
 
 
 @pytest.fixture(scope="module")

@@ -125,7 +125,7 @@ def test_src_file_with_crd_and_custom_resource_in_one_call(lab, tmp_path):
         assert removed["objects"] == ["ClusterManager/k8s-objects-test: deleted",
                                       "CustomResourceDefinition/clustermanagers.operator.open-cluster-management.io: deleted"]
     finally:
-        resources.delete(cluster, resources.CRD, crd["metadata"]["name"], wait=True)
+        resources.delete(cluster, resources.CRD, crd["metadata"]["name"], wait=resources.Wait())
 
 
 def test_keep_leaves_an_existing_crd_alone(lab):
@@ -175,7 +175,7 @@ def reported(lab):
                                      "message": "cluster is not reachable", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     api.put(path + "/status", obj)
     yield hub
-    resources.delete(client.get_cluster(hub, "hub"), karmada.CLUSTER, WAITED["metadata"]["name"], wait=True)
+    resources.delete(client.get_cluster(hub, "hub"), karmada.CLUSTER, WAITED["metadata"]["name"], wait=resources.Wait())
 
 
 class TestWaitOptions:

@@ -133,7 +133,7 @@ def fleet(lab, request):
         leftovers = [w for w in resources.list_objects(hub, setup.kind)
                      if w["metadata"]["namespace"] in [setup.namespace(c) for c in setup.clusters]]
         for work in leftovers:
-            resources.delete(hub, setup.kind, work["metadata"]["name"], work["metadata"]["namespace"], wait=True, timeout=30)
+            resources.delete(hub, setup.kind, work["metadata"]["name"], work["metadata"]["namespace"], wait=resources.Wait(timeout=30))
         assert agent.error is None, agent.error
     finally:
         agent.stop()

@@ -135,9 +135,8 @@ def agent_csr(name, request_pem, expiration_seconds):
 
 def agent_kubeconfig(server, ca_pem, cluster_name, cert_pem, key_pem, proxy_url=None):
     """The kubeconfig karmada-agent uses: cluster ``karmada-apiserver`` (through ``proxy_url`` when given), user ``<cluster>``."""
-    return pki.kubeconfig(server, ca_pem, AGENT_KUBECONFIG_CLUSTER, cluster_name,
-                          "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER),
-                          client_cert_pem=cert_pem, client_key_pem=key_pem, proxy_url=proxy_url)
+    parts = dict(server=server, ca_pem=ca_pem, client_cert_pem=cert_pem, client_key_pem=key_pem, proxy_url=proxy_url)
+    return pki.kubeconfig(parts, AGENT_KUBECONFIG_CLUSTER, cluster_name, "%s@%s" % (cluster_name, AGENT_KUBECONFIG_CLUSTER))
 
 
 def agent_kubeconfig_secret(kubeconfig_text):
@@ -166,22 +165,25 @@ def hub_fingerprint(server, ca_pem, proxy_url=None):
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replicas=1, provider="", region="", zones=(),
-                  proxy_server_address=None, cert_rotation=None, certificate_sha256=None, hub_sha256=None):
+def agent_objects(reg, api_endpoint, certificate_sha256=None, hub_sha256=None):
     """The karmada-agent as ``karmadactl register`` deploys it, as manifests in the order they are applied.
 
     Namespace ``karmada-system``, ServiceAccount ``karmada-agent-sa``, ClusterRole and ClusterRoleBinding
     ``karmada-agent`` and Deployment ``karmada-agent`` reading the hub kubeconfig of Secret
     ``karmada-system/karmada-kubeconfig``, with karmadactl's arguments. The agent creates the Cluster.
 
-    ``cert_rotation``, a ``(checking interval, remaining time threshold)`` pair, turns on the agent's certificate
-    rotation as ``karmadactl register --enable-cert-rotation`` does; ``certificate_sha256``, the fingerprint of the
+    The agent's settings are those of the registration ``reg`` (a :class:`registration.Registration`): its
+    ``cluster_name``, ``agent_image``, ``agent_replicas``, ``provider``, ``region``, ``zones``,
+    ``proxy_server_address`` and ``cert_rotation``, a ``(checking interval, remaining time threshold)`` pair that
+    turns on the agent's certificate rotation as ``karmadactl register --enable-cert-rotation`` does (None: off).
+    ``api_endpoint`` is the member's API server URL the agent reports. ``certificate_sha256``, the fingerprint of the
     agent's certificate, is a pod-template annotation (:data:`CERTIFICATE_ANNOTATION`), so a new one rolls the agent; so is
     ``hub_sha256`` (:data:`HUB_ANNOTATION`, :func:`hub_fingerprint`), so a kubeconfig rewritten for a moved hub or a new
     hub CA rolls it too (the agent reads its kubeconfig only at start).
     """
     labels = dict(SYSTEM_LABELS)
     meta = {"name": AGENT_NAME, "labels": labels}
+    cert_rotation = reg.cert_rotation
     controllers = ["*", CERT_ROTATION_CONTROLLER] if cert_rotation else ["*"]
     rotation = ["--cert-rotation-checking-interval=%s" % cert_rotation[0],
                 "--cert-rotation-remaining-time-threshold=%s" % cert_rotation[1]] if cert_rotation else []
@@ -202,7 +204,7 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
         {"apiVersion": "apps/v1", "kind": "Deployment",
          "metadata": {"name": AGENT_NAME, "namespace": AGENT_NAMESPACE, "labels": {"app": AGENT_NAME}},
          "spec": {
-             "replicas": replicas,
+             "replicas": reg.agent_replicas,
              "selector": {"matchLabels": {"app": AGENT_NAME}},
              "template": {
                  "metadata": template_meta,
@@ -210,18 +212,18 @@ def agent_objects(cluster_name, api_endpoint, image=DEFAULT_AGENT_IMAGE, replica
                      "serviceAccountName": AGENT_SERVICE_ACCOUNT,
                      "containers": [{
                          "name": AGENT_NAME,
-                         "image": image,
+                         "image": reg.agent_image,
                          "imagePullPolicy": "IfNotPresent",
                          "command": [
                              "/bin/karmada-agent",
                              "--karmada-kubeconfig=/etc/kubeconfig/%s" % AGENT_KUBECONFIG_SECRET,
-                             "--cluster-name=%s" % cluster_name,
+                             "--cluster-name=%s" % reg.cluster_name,
                              "--cluster-api-endpoint=%s" % api_endpoint,
-                             "--cluster-provider=%s" % (provider or ""),
-                             "--cluster-region=%s" % (region or ""),
-                             "--cluster-zones=%s" % ",".join(zones or ()),
+                             "--cluster-provider=%s" % (reg.provider or ""),
+                             "--cluster-region=%s" % (reg.region or ""),
+                             "--cluster-zones=%s" % ",".join(reg.zones or ()),
                              "--controllers=%s" % ",".join(controllers),
-                             "--proxy-server-address=%s" % (proxy_server_address or ""),
+                             "--proxy-server-address=%s" % (reg.proxy_server_address or ""),
                              "--leader-elect-resource-namespace=%s" % AGENT_NAMESPACE,
                              "--cluster-namespace=%s" % DEFAULT_CLUSTER_NAMESPACE,
                              "--cluster-status-update-frequency=10s",
@@ -445,23 +447,26 @@ def hub_secret(name, namespace, data, owner):
             "type": "Opaque", "data": dict(data)}
 
 
-def push_cluster(name, cluster_id, api_endpoint, namespace, insecure_skip_tls_verification=False,
-                 proxy_url=None, provider=None, region=None, zones=None):
-    """The ``Cluster`` karmadactl join creates, with ``syncMode: Push``.
+def push_cluster(options, cluster_id):
+    """The ``Cluster`` karmadactl join creates, with ``syncMode: Push``, for the cluster with that id.
 
-    Optional settings that are None are left out (not managed); an empty string or list asks for the
-    field to be removed and stays in the spec as None (a JSON merge patch deletes it). A false
+    ``options`` are those of module cluster_join: ``cluster_name``, ``cluster_namespace`` (of its Secrets),
+    ``api_endpoint`` and, optional, ``insecure_skip_tls_verification``, ``proxy_url``, ``provider``, ``region``
+    and ``zones``. Optional settings that are None or missing are left out (not managed); an empty string or list
+    asks for the field to be removed and stays in the spec as None (a JSON merge patch deletes it). A false
     ``insecureSkipTLSVerification`` is None for the same reason: Karmada omits false.
     """
+    name, namespace = options["cluster_name"], options["cluster_namespace"]
     spec = {
         "syncMode": "Push",
-        "apiEndpoint": api_endpoint,
+        "apiEndpoint": options["api_endpoint"],
         "id": cluster_id,
         "secretRef": {"namespace": namespace, "name": name},
         "impersonatorSecretRef": {"namespace": namespace, "name": impersonator_secret_name(name)},
-        "insecureSkipTLSVerification": True if insecure_skip_tls_verification else None,
+        "insecureSkipTLSVerification": True if options.get("insecure_skip_tls_verification") else None,
     }
-    for key, value in (("proxyURL", proxy_url), ("provider", provider), ("region", region), ("zones", zones)):
+    for key, option in (("proxyURL", "proxy_url"), ("provider", "provider"), ("region", "region"), ("zones", "zones")):
+        value = options.get(option)
         if value is not None:
             spec[key] = value or None
     return {"metadata": {"name": name, "annotations": {CLUSTER_ID_ANNOTATION: cluster_id}}, "spec": spec}

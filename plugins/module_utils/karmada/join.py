@@ -82,10 +82,8 @@ def desired_cluster(params, cluster_id, member, existing):
     insecure = params.get("insecure_skip_tls_verification")
     if insecure is None:
         insecure = not member.verifies_tls
-    desired = karmada.push_cluster(
-        params["cluster_name"], cluster_id, params.get("api_endpoint") or member.server, params["cluster_namespace"],
-        insecure_skip_tls_verification=insecure, proxy_url=proxy_url, provider=params.get("provider"),
-        region=params.get("region"), zones=params.get("zones"))
+    desired = karmada.push_cluster(dict(params, api_endpoint=params.get("api_endpoint") or member.server,
+                                        insecure_skip_tls_verification=insecure, proxy_url=proxy_url), cluster_id)
     current = (existing or {}).get("spec") or {}
     # None removes a field with the merge patch; a field that is not there needs no removal.
     desired["spec"] = dict((k, v) for k, v in desired["spec"].items() if v is not None or current.get(k))
@@ -232,11 +230,10 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
 
 def _wait_until_ready(hub, name, params, cluster):
     """The Cluster once it has the wanted condition (default Ready) within ``wait_timeout``."""
-    wanted = params.get("wait_condition") or resources.wanted_condition("Ready")
+    wait = resources.Wait(timeout=params["wait_timeout"], interval=params.get("wait_sleep") or resources.WAIT_SLEEP,
+                          condition=params.get("wait_condition") or resources.wanted_condition("Ready"))
     try:
-        return resources.wait_for_condition(hub, CLUSTER, name, condition_type=wanted["type"], status=wanted["status"],
-                                            reason=wanted.get("reason"), timeout=params["wait_timeout"],
-                                            interval=params.get("wait_sleep") or resources.WAIT_SLEEP)
+        return resources.wait_for_condition(hub, CLUSTER, name, wait=wait)
     except WaitTimeout as exc:
         raise WaitTimeout("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
                           "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
@@ -368,8 +365,8 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
             for kind, object_name, object_namespace in (
                     (CLUSTER_ROLE_BINDING, role, None), (CLUSTER_ROLE, role, None),
                     (SERVICE_ACCOUNT, karmada.service_account_name(name), namespace), (NAMESPACE, namespace, None)):
-                resources.delete(member, kind, object_name, object_namespace, check_mode=check_mode, wait=True,
-                                 timeout=params["wait_timeout"], record=member_outcomes.append)
+                resources.delete(member, kind, object_name, object_namespace, check_mode,
+                                 resources.Wait(timeout=params["wait_timeout"]), record=member_outcomes.append)
     except FleetError as exc:
         raise _failed_after(exc, groups, "deleted")
     return _result(groups, cluster=resources.presentable(existing), cluster_id=cluster_id, diff=_diff(name, existing, None))

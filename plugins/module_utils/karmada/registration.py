@@ -518,9 +518,7 @@ class KarmadaRegistration(Registrar):
             if reg.deploy_agent:
                 fingerprint = (pki.fingerprint(pki.load_certificates(self.certificate_pem)[0]) if self.certificate_pem
                                else "a new certificate (check mode)")
-                manifests = karmada.agent_objects(reg.cluster_name, registered["api_endpoint"], reg.agent_image,
-                                                  reg.agent_replicas, reg.provider, reg.region, reg.zones,
-                                                  reg.proxy_server_address, reg.cert_rotation, fingerprint, self.hub_sha256)
+                manifests = karmada.agent_objects(reg, registered["api_endpoint"], fingerprint, self.hub_sha256)
                 for outcome in objects.apply(member, objects.prepare(manifests), self.check_mode, wait=waits,
                                              timeout=reg.wait_timeout, interval=reg.wait_sleep):
                     report.add(member, outcome)

@@ -288,8 +288,8 @@ class OcmRegistration(Registrar):
             try:
                 # a klusterlet whose bootstrap kubeconfig now names another hub or CA bootstraps again: wait for its new CSR
                 rebootstraps = bool(registered.get("hub_change") or registered.get("removed_from_hub")) and not check_mode
-                outcome = accept.accept(hub, reg.engine, [name], wait=waits, timeout=reg.wait_timeout, check_mode=check_mode,
-                                        interval=reg.wait_sleep, expect_new_csr=rebootstraps)
+                outcome = accept.accept(hub, reg.engine, [name], wait=resources.Wait(waits, reg.wait_timeout, reg.wait_sleep),
+                                        check_mode=check_mode, expect_new_csr=rebootstraps)
             except WaitTimeout as exc:
                 raise WaitTimeout(exc.msg, last_seen="the klusterlet of %s has not requested its certificate yet" % name)
             registered["accepted"] = outcome["clusters"][0]

@@ -57,7 +57,7 @@ class TestOcm:
         hub.fake.calls.clear()
         result = accept.accept(hub, "ocm", ["east"])
         assert result == {"changed": False, "diff": [], "clusters": [
-            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}]}
+            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}], "warnings": []}
         assert hub.writes() == []
 
     def test_accepted_after_the_csr_was_garbage_collected(self, hub):
@@ -177,8 +177,8 @@ class TestRefusals:
         bad = ocm_csr("east-bad", user="kubernetes-admin")
         bad["status"] = {"conditions": [{"type": "Approved", "status": "True", "reason": "manual"}]}
         hub.add(CSR, bad)
-        warnings = []
-        result = accept.accept(hub, "ocm", ["east"], warn=warnings.append)
+        result = accept.accept(hub, "ocm", ["east"])
+        warnings = result["warnings"]
         assert result["changed"] is False
         assert len(warnings) == 1 and "CSR east-bad was approved earlier, not by this module" in warnings[0]
         assert "requester kubernetes-admin" in warnings[0]
@@ -237,7 +237,7 @@ class TestKarmada:
 
     def test_push_cluster_without_csrs_is_not_waited_for(self, hub):
         hub.add(CLUSTER, {"metadata": {"name": "west"}, "spec": {"syncMode": "Push", "id": "y"}})
-        error = failure(lambda: accept.accept(hub, "karmada", ["west"], wait=True, timeout=0, interval=0))
+        error = failure(lambda: accept.accept(hub, "karmada", ["west"], wait=resources.Wait(timeout=0, interval=0)))
         assert "west (cluster west is registered on the hub in Push mode" in error.msg and hub.writes() == []
 
 
@@ -276,7 +276,7 @@ class TestWait:
                     hub.add(CSR, ocm_csr("east-late"))
             return original(method, path, body, query, **kwargs)
         hub.request = appearing
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, interval=0)
+        result = accept.accept(hub, "ocm", ["east"], wait=resources.Wait(timeout=30, interval=0))
         assert len(lists) == 3 and result["clusters"][0]["approved"] == ["east-late"]
 
     def test_timeout_names_the_clusters_still_waiting(self, hub, monkeypatch):
@@ -284,7 +284,7 @@ class TestWait:
         managed_cluster(hub, "west")
         hub.add(CSR, ocm_csr("west-bad", cluster="west", user="mallory"))
         with pytest.raises(WaitTimeout) as info:
-            accept.accept(hub, "ocm", ["east", "west"], wait=True, timeout=0.05, interval=0)
+            accept.accept(hub, "ocm", ["east", "west"], wait=resources.Wait(timeout=0.05, interval=0))
         assert info.value.msg.startswith("cluster 'hub' (https://fake): timed out after 0.05s waiting for the agent CSRs of west: west: "
                                          "no acceptable CSR; refused: west-bad (requester mallory")
         assert info.value.details["waiting"] == ["west"] and hub.writes() == []
@@ -330,14 +330,14 @@ class TestReregistration:
     def test_wait_for_the_new_csr_is_not_ended_by_the_earlier_one(self, hub, monkeypatch):
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 3, karmada_csr("east-n3w22"))
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
+        result = accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=30, interval=0), expect_new_csr=True)
         assert len(lists) == 3
         assert result["changed"] is True
         assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
         assert conditions(hub, "east-n3w22") == [("Approved", "MulticlusterFleetApproved")]
         # a re-run confirms the cluster, unchanged
         hub.fake.calls.clear()
-        again = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, interval=0)
+        again = accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=30, interval=0))
         assert again["changed"] is False and again["clusters"][0]["accepted"] is True and hub.writes() == []
 
     def test_renewal_of_a_joined_member(self, hub, monkeypatch):
@@ -345,22 +345,22 @@ class TestReregistration:
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         renewal = karmada_csr("east-r3n3w", user="system:karmada:agent:east")
         lists = appearing_on_list(hub, 2, renewal)
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
+        result = accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=30, interval=0), expect_new_csr=True)
         assert len(lists) == 2 and result["changed"] is True and result["clusters"][0]["approved"] == ["east-r3n3w"]
 
     def test_new_csr_approved_by_someone_else_while_waiting(self, hub, monkeypatch):
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 2, approved_earlier(karmada_csr("east-n3w22")))
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
+        result = accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=30, interval=0), expect_new_csr=True)
         assert len(lists) == 2 and hub.writes() == []
         assert result == {"changed": False, "diff": [], "clusters": [
-            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}]}
+            {"name": "east", "approved": [], "rejected": [], "denied": [], "accepted": True}], "warnings": []}
 
     def test_only_the_earlier_csr_times_out_when_a_new_one_is_expected(self, hub, monkeypatch):
         hub.add(CLUSTER, {"metadata": {"name": "east"}, "spec": {"syncMode": "Pull", "id": "x"}})
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         with pytest.raises(WaitTimeout) as info:
-            accept.accept(hub, "karmada", ["east"], wait=True, timeout=0.05, expect_new_csr=True, interval=0)
+            accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=0.05, interval=0), expect_new_csr=True)
         assert info.value.msg.endswith("east: no new CSR from its agent yet (approved before: east-0ld11)")
         assert info.value.details["waiting"] == ["east"]
         error = failure(lambda: accept.accept(hub, "karmada", ["east"], expect_new_csr=True))
@@ -371,7 +371,7 @@ class TestReregistration:
         """What wait promises for clusters accepted earlier: no waiting, no change (a re-run stays idempotent)."""
         hub.add(CSR, approved_earlier(karmada_csr("east-0ld11")))
         lists = appearing_on_list(hub, 0)
-        result = accept.accept(hub, "karmada", ["east"], wait=True, timeout=30, interval=0)
+        result = accept.accept(hub, "karmada", ["east"], wait=resources.Wait(timeout=30, interval=0))
         assert len(lists) == 1 and result["changed"] is False and result["clusters"][0]["accepted"] is True
 
     def test_check_mode_with_expect_new_csr(self, hub):
@@ -385,7 +385,7 @@ class TestReregistration:
         managed_cluster(hub, accepted=True, joined=True)
         hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
         lists = appearing_on_list(hub, 3, ocm_csr("east-n3w22"))
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=30, expect_new_csr=True, interval=0)
+        result = accept.accept(hub, "ocm", ["east"], wait=resources.Wait(timeout=30, interval=0), expect_new_csr=True)
         assert len(lists) == 3 and result["changed"] is True
         assert result["clusters"] == [{"name": "east", "approved": ["east-n3w22"], "rejected": [], "denied": [], "accepted": True}]
         assert len(result["diff"]) == 1  # hubAcceptsClient was true already
@@ -395,6 +395,6 @@ class TestReregistration:
         """An agent certified earlier (say, its CSR approved with kubectl): acting now accepts it, so wait ends."""
         managed_cluster(hub, accepted=False, joined=True)
         hub.add(CSR, approved_earlier(ocm_csr("east-0ld11")))
-        result = accept.accept(hub, "ocm", ["east"], wait=True, timeout=0.05, interval=0)
+        result = accept.accept(hub, "ocm", ["east"], wait=resources.Wait(timeout=0.05, interval=0))
         assert result["changed"] is True and result["clusters"][0]["accepted"] is True
         assert hub.get(MANAGED_CLUSTER, "east")["spec"]["hubAcceptsClient"] is True

@@ -163,14 +163,16 @@ class TestBuildersMatchReference:
 
     def test_push_cluster_matches_reference_spec(self):
         ref = reference_objects()[("Cluster", "kmember1", None)]
-        built = karmada.push_cluster("kmember1", ref["spec"]["id"], ref["spec"]["apiEndpoint"], "karmada-cluster")
+        options = dict(cluster_name="kmember1", cluster_namespace="karmada-cluster", api_endpoint=ref["spec"]["apiEndpoint"])
+        built = karmada.push_cluster(options, ref["spec"]["id"])
         assert built["spec"].pop("insecureSkipTLSVerification") is None  # false is omitted, as Karmada omits it
         assert built["spec"] == ref["spec"]
 
 
 class TestPushClusterOptionalFields:
     def base(self, **kwargs):
-        return karmada.push_cluster("c1", "id-1", "https://10.0.0.7:6443", "karmada-cluster", **kwargs)["spec"]
+        options = dict(cluster_name="c1", cluster_namespace="karmada-cluster", api_endpoint="https://10.0.0.7:6443", **kwargs)
+        return karmada.push_cluster(options, "id-1")["spec"]
 
     def test_unset_fields_are_left_out(self):
         spec = self.base()

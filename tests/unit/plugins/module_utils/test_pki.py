@@ -152,8 +152,8 @@ def test_rfc3339():
 
 def test_kubeconfig_with_client_certificate_loads_in_the_kubernetes_client(ca):
     cert_pem, key = ca.client(CN, [ORG])
-    text = pki.kubeconfig("https://hub:6443", ca.pem, "karmada-apiserver", "member1", "member1@karmada-apiserver",
-                          client_cert_pem=cert_pem, client_key_pem=key)
+    parts = dict(server="https://hub:6443", ca_pem=ca.pem, client_cert_pem=cert_pem, client_key_pem=key)
+    text = pki.kubeconfig(parts, "karmada-apiserver", "member1", "member1@karmada-apiserver")
     config = yaml.safe_load(text)
     assert list(config) == ["apiVersion", "kind", "clusters", "users", "contexts", "current-context"]
     assert config["users"] == [{"name": "member1", "user": {
@@ -162,12 +162,12 @@ def test_kubeconfig_with_client_certificate_loads_in_the_kubernetes_client(ca):
     loaded = Configuration()
     load_kube_config_from_dict(config, client_configuration=loaded, persist_config=False)
     assert loaded.host == "https://hub:6443" and loaded.cert_file and loaded.key_file
-    assert pki.read_kubeconfig(text) == {"server": "https://hub:6443", "proxy_url": None, "ca_pem": ca.pem, "token": None,
-                                         "client_cert_pem": cert_pem, "client_key_pem": key}
+    assert pki.read_kubeconfig(text) == dict(parts, proxy_url=None, token=None)
 
 
 def test_read_kubeconfig_token_and_current_context(ca):
-    text = pki.kubeconfig("https://hub:6443", ca.pem, "hub", "bootstrap", "bootstrap", token="abcdef.0123456789abcdef")
+    text = pki.kubeconfig(dict(server="https://hub:6443", ca_pem=ca.pem, token="abcdef.0123456789abcdef"),
+                          "hub", "bootstrap", "bootstrap")
     config = yaml.safe_load(text)
     config["clusters"].insert(0, {"name": "other", "cluster": {"server": "https://other:1"}})
     config["contexts"].insert(0, {"name": "x", "context": {"cluster": "other", "user": "nobody"}})
@@ -181,8 +181,8 @@ def test_kubeconfig_through_a_proxy_trusts_the_proxy_ca_too(ca):
     bundle = pki.merge_certificates(ca.pem, None, proxy_ca.pem + ca.pem)  # each certificate once, in order
     assert [pki.describe(c)["common_name"] for c in pki.load_certificates(bundle)] == [
         pki.describe(pki.load_certificates(ca.pem)[0])["common_name"], "proxy-ca"]
-    text = pki.kubeconfig("https://hub:6443", bundle, "hub", "bootstrap", "bootstrap", token="abcdef.0123456789abcdef",
-                          proxy_url="http://proxy.example:3128")
+    text = pki.kubeconfig(dict(server="https://hub:6443", ca_pem=bundle, token="abcdef.0123456789abcdef",
+                               proxy_url="http://proxy.example:3128"), "hub", "bootstrap", "bootstrap")
     assert yaml.safe_load(text)["clusters"][0]["cluster"]["proxy-url"] == "http://proxy.example:3128"
     parts = pki.read_kubeconfig(text)
     assert parts["proxy_url"] == "http://proxy.example:3128" and parts["ca_pem"] == bundle

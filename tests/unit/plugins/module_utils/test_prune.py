@@ -142,7 +142,8 @@ PARAMS = dict(listed=["member1"], unreachable_after=None, force=False, unmarked=
 
 def push_cluster(hub, name, ready_since, record=True):
     """A Push member as cluster_join leaves it: the Cluster, its Secrets owned by it and (``record``) the hub record."""
-    obj = hub.add(karmada.CLUSTER, dict(karmada.push_cluster(name, "id-" + name, "https://" + name, karmada.DEFAULT_CLUSTER_NAMESPACE),
+    options = dict(cluster_name=name, cluster_namespace=karmada.DEFAULT_CLUSTER_NAMESPACE, api_endpoint="https://" + name)
+    obj = hub.add(karmada.CLUSTER, dict(karmada.push_cluster(options, "id-" + name),
                                         status={"conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": ready_since}]}))
     for secret in (name, karmada.impersonator_secret_name(name)):
         hub.add(SECRET, karmada.hub_secret(secret, karmada.DEFAULT_CLUSTER_NAMESPACE, {}, obj))

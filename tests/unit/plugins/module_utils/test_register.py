@@ -203,8 +203,9 @@ def test_karmada_fresh_registration(ca, pin, cluster_fakes):
 
 
 def test_karmada_agent_objects_are_karmadactls():
-    manifests = karmada.agent_objects("m2", "https://m2:6443", "mirror/karmada-agent:v1.14.0", 2, "aws", "eu-west-1",
-                                      ["a", "b"], "socks5://gw:1080")
+    request = reg(cluster_name="m2", agent_image="mirror/karmada-agent:v1.14.0", agent_replicas=2, provider="aws",
+                  region="eu-west-1", zones=["a", "b"], proxy_server_address="socks5://gw:1080")
+    manifests = karmada.agent_objects(request, "https://m2:6443")
     assert ["%s/%s" % (m["kind"], m["metadata"]["name"]) for m in manifests] == [
         "Namespace/karmada-system", "ServiceAccount/karmada-agent-sa", "ClusterRole/karmada-agent",
         "ClusterRoleBinding/karmada-agent", "Deployment/karmada-agent"]

@@ -47,23 +47,23 @@ class Member(FakeCluster):
 
 
 class Time:
-    """A fake wall clock and monotonic clock; ``sleep`` advances both and runs the queued actions first."""
+    """A fake lease_lock.SystemClock, wall and monotonic; ``sleep`` advances both and runs the queued actions first."""
 
     def __init__(self):
-        self.now = START
+        self.wall = START
         self.elapsed = 0.0
         self.naps = []
         self.actions = []
 
-    def wall(self):
-        return self.now
+    def now(self):
+        return self.wall
 
-    def clock(self):
+    def monotonic(self):
         return self.elapsed
 
     def advance(self, seconds):
         self.elapsed += seconds
-        self.now += datetime.timedelta(seconds=seconds)
+        self.wall += datetime.timedelta(seconds=seconds)
 
     def sleep(self, seconds):
         self.naps.append(seconds)
@@ -78,13 +78,13 @@ def time_(monkeypatch):
     fake = Time()
 
     def wait_until(check, timeout, what, interval=1.0, clock=None, sleep=None):
-        return REAL_WAIT_UNTIL(check, timeout, what, interval=1.0, clock=fake.clock, sleep=fake.advance)
+        return REAL_WAIT_UNTIL(check, timeout, what, interval=1.0, clock=fake.monotonic, sleep=fake.advance)
     monkeypatch.setattr(registration.resources, "wait_until", wait_until)
     return fake
 
 
 def lock_of(cluster, time_, holder="runner-b"):
-    return lease_lock.RegistrationLock(cluster, CLUSTER, holder=holder, interval=2, now=time_.wall, clock=time_.clock, sleep=time_.sleep)
+    return lease_lock.RegistrationLock(cluster, CLUSTER, holder=holder, interval=2, clock=time_)
 
 
 def hold(member, holder, renewed, duration=lease_lock.LEASE_DURATION_SECONDS):
@@ -173,7 +173,7 @@ def test_losing_the_takeover_race_means_waiting(time_):
         if method == "PATCH" and not raced:  # runner-c took it over between our read and our update ...
             raced.append(path)
             lease = member.objects[LEASE_PATH]
-            lease["spec"].update(holderIdentity="runner-c", renewTime=lease_lock.micro_time(time_.now))
+            lease["spec"].update(holderIdentity="runner-c", renewTime=lease_lock.micro_time(time_.wall))
             lease["metadata"]["resourceVersion"] = "999"
         return original(method, path, body, query, content_type, timeout)
     member.request = request
@@ -708,8 +708,7 @@ def ocm_member(ca):
 
 def join_again(ca, member, hub, time_, token=OTHER_TOKEN, **options):
     seen = []
-    lock = lease_lock.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, now=time_.wall, clock=time_.clock,
-                                       sleep=time_.sleep)
+    lock = lease_lock.RegistrationLock(member, CLUSTER, holder="runner-b", interval=2, clock=time_)
     result = OcmRegistration(member, None, reg("ocm", token=token, **options), discover_hub=FakeDiscovery(ca),
                              connect=connector(hub, seen)).present(lock=lock)
     return result, seen

@@ -13,7 +13,7 @@ import ssl
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki, registration
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
@@ -42,6 +42,17 @@ def proxy_ca_file(tmp_path, proxy_ca):
     path = tmp_path / "proxy-ca.pem"
     path.write_text(proxy_ca.pem)
     return str(path)
+
+
+@pytest.fixture
+def openers(monkeypatch):
+    """bootstrap.proxied_fetch as a stand-in that names the way it goes: ``("proxy", proxy, proxy_ca_pem)``."""
+    monkeypatch.setattr(bootstrap, "proxied_fetch", lambda proxy, proxy_ca_pem=None: ("proxy", proxy, proxy_ca_pem))
+
+
+def proxy_of(call):
+    """The proxy the opener of a FakeDiscovery call goes through (with :func:`openers`), None when it goes directly."""
+    return call["opener"][1] if call["opener"] else None
 
 
 def secret_text(cluster, path, key):
@@ -99,13 +110,13 @@ def register_karmada(member, request, ca, discovery=None, seen=None, check_mode=
                                discover_hub=discovery or FakeDiscovery(ca)).present()
 
 
-def test_karmada_registration_through_a_proxy(ca, proxy_ca, proxy_ca_file):
+def test_karmada_registration_through_a_proxy(ca, proxy_ca, proxy_ca_file, openers):
     member, discovery, seen = FakeCluster("member"), FakeDiscovery(ca), []
     request = reg(proxy_url=HTTPS_PROXY, proxy_ca_cert=proxy_ca_file, proxy_server_address="http://gateway:8118")
     result = register_karmada(member, request, ca, discovery, seen)
     assert result["changed"] is True and result["proxy_server_address"] == "http://gateway:8118"
     # discovery and the CSR go through the proxy, trusting the hub CA and the proxy's
-    assert (discovery.calls[0]["proxy"], discovery.calls[0]["proxy_ca_pem"]) == (HTTPS_PROXY, proxy_ca.pem)
+    assert discovery.calls[0]["opener"] == ("proxy", HTTPS_PROXY, proxy_ca.pem)
     bundle = pki.merge_certificates(ca.pem, proxy_ca.pem)
     assert seen == [(HUB_URL, bundle, TOKEN, HTTPS_PROXY)]
     parts = stored_kubeconfig(member, AGENT_SECRET_PATH, "karmada-kubeconfig")
@@ -118,7 +129,7 @@ def test_karmada_registration_through_a_proxy(ca, proxy_ca, proxy_ca_file):
     assert again["ca_pins"] == [bootstrap.ca_pin(ca.pem)]
 
 
-def test_karmada_changed_proxy_rewrites_the_kubeconfig_and_keeps_the_certificate(ca, proxy_ca_file):
+def test_karmada_changed_proxy_rewrites_the_kubeconfig_and_keeps_the_certificate(ca, proxy_ca_file, openers):
     member = FakeCluster("member")
     register_karmada(member, reg(proxy_url=PROXY), ca)
     first = stored_kubeconfig(member, AGENT_SECRET_PATH, "karmada-kubeconfig")
@@ -130,7 +141,7 @@ def test_karmada_changed_proxy_rewrites_the_kubeconfig_and_keeps_the_certificate
             discovery, seen = FakeDiscovery(ca), []
             result = register_karmada(member, request, ca, discovery, seen, check_mode=check_mode)
             assert result["changed"] is True and reason in result["reason"] and result["csr_name"] is None
-            assert seen == [] and discovery.calls[0]["proxy"] == request.proxy_url  # the new way to the hub is checked
+            assert seen == [] and proxy_of(discovery.calls[0]) == request.proxy_url  # the new way to the hub is checked
             assert result["changes"] == ["member Secret/karmada-system/karmada-kubeconfig: updated"]
             assert result["diff"][0]["before_header"] == "member Secret/karmada-system/karmada-kubeconfig"
         parts = stored_kubeconfig(member, AGENT_SECRET_PATH, "karmada-kubeconfig")
@@ -142,12 +153,12 @@ def test_karmada_changed_proxy_rewrites_the_kubeconfig_and_keeps_the_certificate
 # --- OCM -------------------------------------------------------------------------------------------
 
 
-def test_ocm_bootstrap_kubeconfig_through_a_proxy(ca, proxy_ca, proxy_ca_file):
+def test_ocm_bootstrap_kubeconfig_through_a_proxy(ca, proxy_ca, proxy_ca_file, openers):
     member = FakeCluster("member")
     request = reg("ocm", proxy_url=HTTPS_PROXY, proxy_ca_cert=proxy_ca_file)
     discovery = FakeDiscovery(ca)
     result = OcmRegistration(member, None, request, discover_hub=discovery).present()
-    assert result["changed"] and discovery.calls[0]["proxy"] == HTTPS_PROXY
+    assert result["changed"] and proxy_of(discovery.calls[0]) == HTTPS_PROXY
     config = yaml.safe_load(secret_text(member, BOOTSTRAP_PATH, "kubeconfig"))
     assert config["clusters"][0] == {"name": "hub", "cluster": {
         "server": HUB_URL, "certificate-authority-data": pki.b64(pki.merge_certificates(ca.pem, proxy_ca.pem)),
@@ -203,16 +214,13 @@ def test_proxied_fetch_keeps_the_trust_of_each_fetch(monkeypatch, ca, proxy_ca):
         fetch(url, bootstrap.insecure_tls_context(), 5)
 
 
-def test_discover_hub_uses_the_proxy_only_when_given(monkeypatch):
-    used = []
-    monkeypatch.setattr(bootstrap, "proxied_fetch", lambda proxy, proxy_ca_pem=None: used.append((proxy, proxy_ca_pem)) or (
-        lambda url, context, timeout: (404, b"")))
-    with pytest.raises(FleetError, match="does not exist on the hub"):
-        bootstrap.discover_hub(HUB_URL, TOKEN, unsafe_skip_ca_verification=True, proxy=PROXY, proxy_ca_pem="pem")
-    assert used == [(PROXY, "pem")]
-    with pytest.raises(FleetError, match="does not exist on the hub"):
+def test_discovery_goes_through_the_proxy_only_when_one_is_given(ca, proxy_ca, proxy_ca_file, openers):
+    for request, opener in ((reg(proxy_url=PROXY, proxy_ca_cert=proxy_ca_file), ("proxy", PROXY, proxy_ca.pem)), (reg(), None)):
+        discovery = FakeDiscovery(ca)
+        registration.discover(request, discovery)
+        assert discovery.calls[0]["opener"] == opener
+    with pytest.raises(FleetError, match="does not exist on the hub"):  # the opener makes the fetches
         bootstrap.discover_hub(HUB_URL, TOKEN, unsafe_skip_ca_verification=True, opener=lambda url, context, timeout: (404, b""))
-    assert used == [(PROXY, "pem")]
 
 
 def test_a_proxy_that_does_not_answer_writes_nothing(ca):

@@ -119,9 +119,19 @@ class TestDelete:
 
     def test_deletes(self, fake_cluster):
         fake_cluster.add(SECRET, secret())
-        out = resources.delete(fake_cluster, SECRET, "s", "ns", wait=True, timeout=1)
+        out = resources.delete(fake_cluster, SECRET, "s", "ns", wait=resources.Wait(timeout=1))
         assert out.action == "deleted" and out.before["metadata"]["name"] == "s"
         assert SECRET.path("ns", "s") not in fake_cluster.objects
+
+    def test_waits_only_when_the_wait_is_enabled(self, fake_cluster, monkeypatch):
+        waited = []
+        monkeypatch.setattr(resources, "wait_until_gone", lambda *args: waited.append(args[3:]))
+        fake_cluster.add(SECRET, secret())
+        resources.delete(fake_cluster, SECRET, "s", "ns", wait=resources.Wait(False, 30, 2))
+        fake_cluster.add(SECRET, secret())
+        resources.delete(fake_cluster, SECRET, "s", "ns", wait=resources.Wait.from_params(
+            {"wait": True, "wait_timeout": 30, "wait_sleep": 2}))
+        assert waited == [("ns", 30, 2)]
 
     def test_check_mode_keeps_object(self, fake_cluster):
         fake_cluster.add(SECRET, secret())
@@ -172,14 +182,14 @@ class TestWait:
     def test_wait_for_condition(self, fake_cluster):
         obj = fake_cluster.add(CLUSTER, {"metadata": {"name": "m"},
                                          "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
-        got = resources.wait_for_condition(fake_cluster, CLUSTER, "m", timeout=1)
+        got = resources.wait_for_condition(fake_cluster, CLUSTER, "m", wait=resources.Wait(timeout=1))
         assert got["metadata"]["name"] == obj["metadata"]["name"]
 
     def test_wait_for_condition_timeout_reports_condition(self, fake_cluster):
         fake_cluster.add(CLUSTER, {"metadata": {"name": "m"}, "status": {"conditions": [
             {"type": "Ready", "status": "False", "reason": "ClusterNotReachable", "message": "no route"}]}})
         with pytest.raises(WaitTimeout, match="Ready=False \\(ClusterNotReachable: no route\\)"):
-            resources.wait_for_condition(fake_cluster, CLUSTER, "m", timeout=0)
+            resources.wait_for_condition(fake_cluster, CLUSTER, "m", wait=resources.Wait(timeout=0))
 
 
 class TestWaitCondition:
@@ -209,8 +219,10 @@ class TestWaitCondition:
         fake_cluster.add(CLUSTER, {"metadata": {"name": "m"}, "status": {"conditions": [
             {"type": "Ready", "status": "True", "reason": "ClusterReady"}]}})
         with pytest.raises(WaitTimeout, match="Cluster/m on cluster 'hub' \\(https://fake\\) to have Ready=True \\(reason Other\\)"):
-            resources.wait_for_condition(fake_cluster, CLUSTER, "m", reason="Other", timeout=0)
-        assert resources.wait_for_condition(fake_cluster, CLUSTER, "m", reason="ClusterReady", timeout=0, interval=7)
+            resources.wait_for_condition(fake_cluster, CLUSTER, "m", wait=resources.Wait(
+                timeout=0, condition=resources.wanted_condition("Ready", reason="Other")))
+        assert resources.wait_for_condition(fake_cluster, CLUSTER, "m", wait=resources.Wait(
+            timeout=0, interval=7, condition=resources.wanted_condition("Ready", reason="ClusterReady")))
 
     def test_interval_is_the_sleep_between_checks(self):
         slept, seen = [], iter([(False, "x"), (False, "y"), (True, None)])

@@ -195,10 +195,10 @@ def test_mismatches_reasons(kwargs, want, fragment):
 # --- ensure ---------------------------------------------------------------------------------------
 
 
-def ensure(hub, **kwargs):
-    args = dict(groups=KARMADA, usages=BOTH, ttl_seconds=3600, now=NOW)
-    args.update(kwargs)
-    return tokens.ensure_token(hub, **args)
+def ensure(hub, token=None, token_id=None, check_mode=False, create=True, **request):
+    want = dict(groups=KARMADA, usages=BOTH, ttl_seconds=3600, now=NOW)
+    want.update(request)
+    return tokens.ensure_token(hub, tokens.token_request(**want), token, token_id, check_mode, create)
 
 
 def test_creates_a_random_token_and_reuses_it(hub):
@@ -247,7 +247,9 @@ def test_a_second_run_takes_the_token_the_first_one_created_meanwhile(hub, monke
         naps.append(seconds)
         hub.store_token("aaaaaa", "0123456789abcdef", description="edge")
         hub.objects.pop(TOKEN_LEASE_PATH)
-    monkeypatch.setattr(tokens, "LeaseLock", functools.partial(lease_lock.LeaseLock, sleep=first_run_finishes))
+    clock = lease_lock.SystemClock()
+    clock.sleep = first_run_finishes
+    monkeypatch.setattr(tokens, "LeaseLock", functools.partial(lease_lock.LeaseLock, clock=clock))
     done = ensure(hub, description="edge")
     assert done["action"] == "unchanged" and done["token"] == "aaaaaa.0123456789abcdef" and naps == [1.0]
     assert len([path for path in hub.objects if "bootstrap-token-" in path]) == 1 and TOKEN_LEASE_PATH not in hub.objects

@@ -10,6 +10,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 
 from fake_ca import FakeCA
 from conftest import FakeCluster
+import register_fakes
 
 
 @pytest.mark.parametrize("text, parsed", [
@@ -101,13 +102,15 @@ def test_check_agent_ocm_reads_the_cluster_manager():
 
 
 def test_karmada_agent_objects_with_cert_rotation_and_fingerprint():
-    deployment = karmada.agent_objects("m1", "https://m1:6443", cert_rotation=("10m", 0.3), certificate_sha256="ab12")[-1]
+    rotating = register_fakes.reg(cluster_name="m1", enable_cert_rotation=True, cert_rotation_checking_interval="10m",
+                                  cert_rotation_remaining_time_threshold=0.3)
+    deployment = karmada.agent_objects(rotating, "https://m1:6443", certificate_sha256="ab12")[-1]
     template = deployment["spec"]["template"]
     command = template["spec"]["containers"][0]["command"]
     assert "--controllers=*,certRotation" in command
     assert command[-2:] == ["--cert-rotation-checking-interval=10m", "--cert-rotation-remaining-time-threshold=0.3"]
     assert template["metadata"]["annotations"] == {karmada.CERTIFICATE_ANNOTATION: "ab12"}
-    plain = karmada.agent_objects("m1", "https://m1:6443")[-1]["spec"]["template"]
+    plain = karmada.agent_objects(register_fakes.reg(cluster_name="m1"), "https://m1:6443")[-1]["spec"]["template"]
     assert "--controllers=*" in plain["spec"]["containers"][0]["command"] and "annotations" not in plain["metadata"]
 
 

@@ -9,7 +9,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.client import C
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE, wanted_condition as wanted
+from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE, Wait, wanted_condition as wanted
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
        "spec": {"containers": [{"name": "hello", "image": "busybox"}]}}
@@ -473,14 +473,14 @@ class TestDeliverAndRemove:
     def test_wait_timeout_keeps_what_was_written(self, hub):
         register(hub, "ocm", "c1")
         with pytest.raises(FleetError) as caught:
-            work.deliver(hub, "ocm", "mw-01", ["c1"], [(POD, None)], {}, wait=True, wait_timeout=0, interval=0)
+            work.deliver(hub, "ocm", "mw-01", ["c1"], [(POD, None)], {}, wait=Wait(timeout=0, interval=0))
         assert "timed out after 0s waiting for ManifestWork mw-01 to have Applied=True on 1 cluster(s)" in caught.value.msg
         assert caught.value.details["changed"] is True
         assert caught.value.details["clusters"]["c1"]["action"] == "created"
 
     def test_check_mode_skips_the_wait(self, hub):
         register(hub, "ocm", "c1")
-        planned = work.deliver(hub, "ocm", "mw-01", ["c1"], [(POD, None)], {}, check_mode=True, wait=True, wait_timeout=0)
+        planned = work.deliver(hub, "ocm", "mw-01", ["c1"], [(POD, None)], {}, check_mode=True, wait=Wait(timeout=0))
         assert planned["changed"] is True and hub.objects.get(MANIFEST_WORK.path("c1", "mw-01")) is None
 
     def test_remove(self, hub):
@@ -497,4 +497,4 @@ class TestDeliverAndRemove:
         assert removed["clusters"]["m1"]["object"] == {} and removed["clusters"]["m2"]["object"]["metadata"]["name"] == "w"
         assert [d["before_header"] for d in removed["diff"]] == ["Work/karmada-es-m1/w (cluster m1)"]
         with pytest.raises(FleetError, match="to be deleted from 3 cluster.s.; last seen: 1 still present: m2"):
-            work.remove(hub, "karmada", "w", ["m1", "m2", "m3"], wait=True, wait_timeout=0, interval=0)
+            work.remove(hub, "karmada", "w", ["m1", "m2", "m3"], wait=Wait(timeout=0, interval=0))
