@@ -63,16 +63,18 @@ def _diff(outcome):
     return {"before": before, "after": after, "before_header": outcome.ref, "after_header": outcome.ref}
 
 
-def apply(hub, engine_name, clusters, labels=None, annotations=None, purge=False, unregistered="fail", check_mode=False,
-          owner=fleet_labels.DEFAULT_OWNER):
-    """Label and annotate every cluster of ``clusters`` as ``owner``; the module's result.
+def apply(hub, engine, clusters, wanted, unregistered="fail", check_mode=False):
+    """Label and annotate every cluster of ``clusters`` as ``wanted`` says; the module's result.
 
-    ``labels`` / ``annotations``: ``{key: value}``, a None value removes the key whoever set it; None (not given) leaves
-    them as they are. ``purge`` also removes what ``owner`` set that they no longer list (a key other owners share
-    stays theirs). ``unregistered``: V(fail) fails the task before any write when a cluster is not registered; V(skip)
-    leaves it out (reported as such). Keys taken over from another owner, or from outside this collection, are warnings.
+    ``wanted``: ``labels`` / ``annotations``, ``{key: value}``, a None value removes the key whoever set it; None (not
+    given) leaves them as they are. ``purge`` also removes what ``owner`` (default :data:`labels.DEFAULT_OWNER`) set that
+    they no longer list (a key other owners share stays theirs). ``unregistered``: V(fail) fails the task before any
+    write when a cluster is not registered; V(skip) leaves it out (reported as such). Keys taken over from another
+    owner, or from outside this collection, are warnings.
     """
-    engine = engines.get(engine_name)
+    labels, annotations = wanted.get("labels"), wanted.get("annotations")
+    purge, owner = wanted.get("purge", False), wanted.get("owner", fleet_labels.DEFAULT_OWNER)
+    engine = engines.get(engine)
     problem = fleet_labels.owner_problem(owner)
     if problem:
         raise FleetError("invalid %s" % problem)

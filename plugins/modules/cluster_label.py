@@ -214,9 +214,9 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 
 def run(module):
     params = module.params
-    return cluster_label.apply(module.cluster(), params["engine"], params["clusters"], params["labels"],
-                               params["annotations"], params["purge"], params["unregistered"], module.check_mode,
-                               params["owner"])
+    wanted = dict((key, params[key]) for key in ("labels", "annotations", "purge", "owner"))
+    return cluster_label.apply(module.cluster(), params["engine"], params["clusters"], wanted, params["unregistered"],
+                               module.check_mode)
 
 
 def module_spec():
