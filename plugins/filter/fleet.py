@@ -8,7 +8,8 @@
 with; ``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
 ``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml, detach.yml and upgrade.yml;
 ``fleet_upgrade_stop`` is upgrade.yml's failure budget; ``fleet_evidence`` writes a piece of evidence of cluster_diagnose as
-a line. Their documentation is in the ``<name>.yml`` files next to this one.
+a line; ``fleet_engine_facts`` is what an engine does, which the roles and playbooks ask instead of its name. Their
+documentation is in the ``<name>.yml`` files next to this one.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -85,6 +86,27 @@ def _cluster_set_label_problem(engine, labels, cluster_set):
         return ("%s, and cluster_set names %s: each run would move the member from one set to the other; name its set"
                 " with cluster_set alone and leave %s out of labels" % (given, cluster_set, label))
     return ""
+
+
+# The facts of fleet_engine_facts that are Engine attributes of the same name (plugins/module_utils/engines.py).
+ENGINE_FACTS = ("default_mode", "pull_only", "accepts_clients", "csr_auto_approval_setting", "cluster_set_label",
+                "self_registration", "installs_control_plane", "grpc_registration", "service_account_join")
+
+
+def fleet_engine_facts(engine):
+    """What engine ``engine`` (its name) does, as the roles and playbooks ask it instead of comparing its name: ``name``,
+    ``member_kind`` (the hub kind of a member cluster) and the :data:`ENGINE_FACTS` of its :class:`engines.Engine`.
+    An unknown name fails with the message of :func:`engines.get`."""
+    # Imported here, as in _cluster_set_label_problem: most tasks that template a filter of this file need no engine.
+    from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+
+    try:
+        found = engines.get(engine)
+    except FleetError as exc:
+        raise AnsibleFilterError(exc.msg)
+    facts = {"name": found.name, "member_kind": found.member_kind.kind}
+    facts.update((fact, getattr(found, fact)) for fact in ENGINE_FACTS)
+    return facts
 
 
 def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub, engine=None, labels=None, cluster_set=None):
@@ -513,4 +535,5 @@ class FilterModule(object):
             "fleet_upgrade_batches_problem": fleet_upgrade_batches_problem,
             "fleet_upgrade_serial": fleet_upgrade_serial,
             "fleet_downgrade": fleet_downgrade,
+            "fleet_engine_facts": fleet_engine_facts,
         }

@@ -39,6 +39,9 @@ class Engine:
     cli_pins = False  # its join command line names the hub CA pins (cli_command)
     service_account_join = False  # a member may join with a ServiceAccount token (bootstrap_token token_type)
     csr_auto_approval_setting = False  # hub_registration sets whether agent CSRs are approved automatically
+    pull_only = False  # a member registers only by pull: no Push mode, whatever its registration_mode
+    self_registration = False  # the hub may register with itself as a member (hub_init_ocm_register_self)
+    installs_control_plane = False  # role hub_init installs (and upgrade.yml upgrades) its control plane on the hub
     # Day 2 (labels.py, taints.py): the label that names a member's cluster set (None: the engine has none), the label
     # domains its own controllers own, the taint effects it knows, the taint ({key, effect}) that cordons a member -
     # new placements leave it out - and the keys of the taints its own controllers set and remove.

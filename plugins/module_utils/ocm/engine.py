@@ -25,6 +25,9 @@ class OcmEngine(Engine):
     member_kind = ocm.MANAGED_CLUSTER
     ready_condition = resources.wanted_condition(ocm.AVAILABLE)
     default_mode = "pull"  # OCM registers only by pull
+    pull_only = True
+    self_registration = True
+    installs_control_plane = True
     bootstrap_group = bootstrap.OCM_DEFAULT_GROUP
     cluster_info_reader = "open-cluster-management:bootstrap-signer-clusterinfo"
     grpc_registration = True

@@ -367,6 +367,41 @@ def test_unknown_engine():
         fleet.fleet_table(ROWS, "kubefed")
 
 
+class TestEngineFacts:
+    """What the roles and playbooks ask of an engine instead of its name."""
+
+    def test_karmada(self):
+        assert fleet.fleet_engine_facts("karmada") == {
+            "name": "karmada", "member_kind": "Cluster", "default_mode": "push", "pull_only": False,
+            "accepts_clients": False, "csr_auto_approval_setting": True, "cluster_set_label": None,
+            "self_registration": False, "installs_control_plane": False, "grpc_registration": False,
+            "service_account_join": False}
+
+    def test_ocm(self):
+        assert fleet.fleet_engine_facts("ocm") == {
+            "name": "ocm", "member_kind": "ManagedCluster", "default_mode": "pull", "pull_only": True,
+            "accepts_clients": True, "csr_auto_approval_setting": False,
+            "cluster_set_label": "cluster.open-cluster-management.io/clusterset", "self_registration": True,
+            "installs_control_plane": True, "grpc_registration": True, "service_account_join": True}
+
+    def test_the_facts_are_the_engines_own(self):
+        from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+
+        for name in engines.NAMES:
+            facts = fleet.fleet_engine_facts(name)
+            assert all(facts[fact] == getattr(engines.get(name), fact) for fact in fleet.ENGINE_FACTS)
+            assert facts["default_mode"] in ("push", "pull") and (facts["default_mode"] == "pull" or not facts["pull_only"])
+
+    @pytest.mark.parametrize("name", ["rancher", "", None, "OCM", ["ocm"]])
+    def test_an_unknown_engine_fails_as_engines_get_does(self, name):
+        with pytest.raises(AnsibleFilterError) as failed:
+            fleet.fleet_engine_facts(name)
+        assert str(failed.value) == "engine must be one of karmada, ocm, got %r" % (name,)
+
+    def test_is_a_filter_of_the_collection(self):
+        assert fleet.FilterModule().filters()["fleet_engine_facts"] is fleet.fleet_engine_facts
+
+
 KARMADA_AGENT = "docker.io/karmada/karmada-agent"
 
 
