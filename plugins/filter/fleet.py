@@ -109,16 +109,18 @@ def fleet_engine_facts(engine):
     return facts
 
 
-def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub, engine=None, labels=None, cluster_set=None):
+def fleet_member_problem(name, action, member, hub_host, hub):
     """The first problem with the settings of member ``name`` that stops the member play from ``action`` (register or
     detach) it, ``''`` when there is none.
 
-    ``mode`` is its registration mode, ``connection`` its authentication options (the ``connection`` filter),
-    ``twins`` the other hosts of the inventory that give its cluster the same name, ``hub_host`` the hub host (``''``
-    when the inventory has none) and ``hub`` the hub's variables - the hub host's, else the group variable
-    ``fleet_hub`` -, None when there is neither. A registration also needs the join token of a hub play that started,
-    and its inventory ``labels`` must not set the ``engine``'s own cluster set label (that is ``cluster_set``'s).
+    ``member`` holds its settings: ``mode``, its registration mode; ``connection``, its authentication options (the
+    ``connection`` filter); ``twins``, the other hosts of the inventory that give its cluster the same name; and, checked
+    for a registration, ``engine``, ``labels`` and ``cluster_set``. ``hub_host`` is the hub host (``''`` when the
+    inventory has none) and ``hub`` the hub's variables - the hub host's, else the group variable ``fleet_hub`` -, None
+    when there is neither. A registration also needs the join token of a hub play that started, and its inventory
+    ``labels`` must not set the ``engine``'s own cluster set label (that is ``cluster_set``'s).
     """
+    mode, connection, twins = member.get("mode"), member.get("connection") or {}, member.get("twins")
     done = _action(action, "fleet_member_problem")
     if mode not in ("push", "pull"):
         return "registration_mode must be push or pull, not %s" % mode
@@ -133,7 +135,7 @@ def fleet_member_problem(name, action, mode, connection, twins, hub_host, hub, e
     if action != "detach" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
         return "the hub play failed on %s (see its error above), so there is no join token" % hub_host
     if action == "register":
-        return _cluster_set_label_problem(engine, labels, cluster_set)
+        return _cluster_set_label_problem(member.get("engine"), member.get("labels"), member.get("cluster_set"))
     return ""
 
 

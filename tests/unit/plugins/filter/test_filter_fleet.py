@@ -45,7 +45,10 @@ class TestMemberProblem:
               hub_host="hub-cluster", hub={"fleet_hub_started": {"failed": False}, "hub_init_join": {"token": "x"}})
 
     def problem(self, **changes):
-        return fleet.fleet_member_problem(**dict(self.ok, **changes))
+        args = dict(self.ok, **changes)
+        member = dict((key, args.pop(key)) for key in ("mode", "connection", "twins", "engine", "labels", "cluster_set")
+                      if key in args)
+        return fleet.fleet_member_problem(member=member, **args)
 
     def test_none(self):
         assert self.problem() == ""
