@@ -12,6 +12,15 @@ cache_root="${FLEET_LAB_CACHE:-$HOME/.cache/multicluster-fleet-lab}"
 log() { printf '[lab-build] %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# One build at a time per cache: a build starts by removing its work tree, so a second run (two checkouts set up at
+# once) would delete the first one's tree under it. The second run waits, then finds the first one's binaries.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.lock"
+if ! flock -n 9; then
+  log "another build holds $cache_root/.lock: waiting for it"
+  flock 9
+fi
+
 ensure_packages() {
   local missing=()
   for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
