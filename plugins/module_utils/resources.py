@@ -32,6 +32,8 @@ MASKED = "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"
 # The wait options' defaults, as kubernetes.core has them (seconds between checks; condition statuses).
 WAIT_SLEEP = 5
 CONDITION_STATUSES = ("True", "False", "Unknown")
+# How many pending items a wait message names before it summarizes the rest.
+PENDING_SHOWN = 10
 
 
 class Kind:
@@ -395,6 +397,14 @@ def check_wait_options(params):
     """Refuse a negative ``wait_timeout`` and a ``wait_sleep`` under a second among a module's options."""
     check_duration("wait_timeout", params.get("wait_timeout"))
     check_duration("wait_sleep", params.get("wait_sleep"), least=1)
+
+
+def shown_pending(pending):
+    """The first :data:`PENDING_SHOWN` of ``pending`` (what a wait still waits for), ``; ``-joined, and how many more."""
+    shown = "; ".join(pending[:PENDING_SHOWN])
+    if len(pending) > PENDING_SHOWN:
+        shown += "; and %d more" % (len(pending) - PENDING_SHOWN)
+    return shown
 
 
 def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=time.sleep):

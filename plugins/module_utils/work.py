@@ -31,8 +31,6 @@ try:
 except ImportError:  # pragma: no cover - the client reports the missing library first
     yaml = None
 
-# How many pending clusters a wait message names before it summarizes the rest.
-PENDING_SHOWN = 10
 APPLIED = "Applied"
 AVAILABLE = "Available"
 CONDITIONS = (APPLIED, AVAILABLE)
@@ -352,10 +350,7 @@ def wait_for_works(hub, works, name, clusters, condition=None, timeout=120, inte
                 pending.append("%s (%s)" % (cluster, detail))
         if not pending:
             return True, None
-        shown = "; ".join(pending[:PENDING_SHOWN])
-        if len(pending) > PENDING_SHOWN:
-            shown += "; and %d more" % (len(pending) - PENDING_SHOWN)
-        return False, "%d of %d clusters pending: %s" % (len(pending), len(clusters), shown)
+        return False, "%d of %d clusters pending: %s" % (len(pending), len(clusters), resources.shown_pending(pending))
 
     resources.wait_until(check, timeout, "%s %s to have %s on %d cluster(s)"
                          % (works.kind.kind, name, resources.describe_condition(wanted), len(clusters)), interval=interval)
@@ -370,7 +365,7 @@ def wait_until_deleted(hub, works, name, clusters, timeout=120, interval=resourc
         items = resources.list_objects(hub, works.kind, field_selector="metadata.name=%s" % name)
         left = ["%s (finalizers: %s)" % (namespaces[i["metadata"]["namespace"]], ", ".join(i["metadata"].get("finalizers") or []) or "none")
                 for i in items if i["metadata"]["namespace"] in namespaces]
-        return not left, "%d still present: %s" % (len(left), "; ".join(sorted(left)[:PENDING_SHOWN]))
+        return not left, "%d still present: %s" % (len(left), "; ".join(sorted(left)[:resources.PENDING_SHOWN]))
 
     resources.wait_until(check, timeout, "%s %s to be deleted from %d cluster(s)" % (works.kind.kind, name, len(clusters)),
                          interval=interval)

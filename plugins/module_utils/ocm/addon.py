@@ -45,8 +45,6 @@ DEGRADED = "Degraded"
 PROGRESSING = "Progressing"
 CONFIGURED = "Configured"
 HEALTH = (AVAILABLE, DEGRADED, PROGRESSING)
-# How many pending clusters a wait message names before it summarizes the rest.
-PENDING_SHOWN = 10
 ROLLOUT_SIZE_RE = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)\Z")
 DURATION_RE = re.compile(r"^(0|([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+)\Z")  # Go's time.ParseDuration, as minSuccessTime
 DEADLINE_RE = re.compile(r"^([0-9]+[hms]|None)\Z")
@@ -489,10 +487,7 @@ def wait_for_addons(hub, addon_spec, name, clusters, timeout, sleep):
                 pending.append("%s (%s)" % (cluster, detail))
         if not pending:
             return True, None
-        shown = "; ".join(pending[:PENDING_SHOWN])
-        if len(pending) > PENDING_SHOWN:
-            shown += "; and %d more" % (len(pending) - PENDING_SHOWN)
-        return False, shown
+        return False, resources.shown_pending(pending)
 
     resources.wait_until(check, timeout, "add-on %s to be available with its configs on %s" % (name, hub.label),
                          interval=sleep)

@@ -248,3 +248,9 @@ class TestDurations:
     def test_least_more_than_one(self):
         with pytest.raises(FleetError, match="^csr_wait_timeout must be at least 2 seconds, got 1$"):
             resources.check_duration("csr_wait_timeout", 1, least=2)
+
+
+def test_shown_pending_names_the_first_ten_and_counts_the_rest():
+    assert resources.shown_pending(["a", "b"]) == "a; b"
+    many = ["c%02d" % n for n in range(13)]
+    assert resources.shown_pending(many) == "; ".join(many[:10]) + "; and 3 more"
