@@ -4,7 +4,8 @@ modules in it, is named in its section 2 (Layers), so that a new file cannot lan
 import os
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from source_tree import ROOT
+
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 
 

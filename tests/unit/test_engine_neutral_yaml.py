@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from source_tree import ROOT
+
 TREES = ("roles", "playbooks", "extensions")
 SUFFIXES = (".yml", ".yaml", ".j2")
 ENGINE = r"""['"](?:karmada|ocm)['"]"""
