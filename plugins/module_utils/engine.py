@@ -8,8 +8,8 @@ member cluster, its names and readiness, the identity its agents ask a certifica
 which agent CSRs are a cluster's and what accepting it takes, its hub objects, how a member registers with it and which
 registration options are its own, its taints and its diagnosis. Its operations with much code of their own - pull
 registration, works, the hub objects members need, removal - are modules of its package, which the engine imports when
-one is first used (:meth:`Engine.registration`, :meth:`Engine.works`, :meth:`Engine.registration_objects`,
-:meth:`Engine.plan_removal`, :meth:`Engine.remove`): reading an engine's facts loads none of them.
+one is first used (:attr:`Engine.registration`, :attr:`Engine.works`, :attr:`Engine.hub_objects`,
+:attr:`Engine.removal`): reading an engine's facts loads none of them.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -194,17 +194,16 @@ class Engine:
         """Its workloads on the hub (module manifest_work): the kind, namespace and status rules of its works."""
         raise NotImplementedError
 
-    def registration_objects(self, csr_auto_approval=True):
-        """``(wanted, unwanted)``: the hub objects its members need to register, and those to remove (hub_registration).
-        """
+    @property
+    def hub_objects(self):
+        """The module whose ``registration_objects(csr_auto_approval)`` gives ``(wanted, unwanted)``: the hub objects its
+        members need to register, and those to remove (module hub_registration)."""
         raise NotImplementedError
 
-    def plan_removal(self, hub, obj, record):
-        """``(deletes, problem)``: what removing member object ``obj`` (``record``: its hub record, or None) deletes on
-        the hub, as ``(kind, namespace, name)``, besides its agent CSRs; and None, or why it cannot be removed."""
-        raise NotImplementedError
-
-    def remove(self, hub, obj, deletes, removal):
-        """Remove member object ``obj`` from the hub, deleting ``deletes`` (:meth:`plan_removal`), as
-        :class:`prune.Removal` ``removal`` says; the :class:`register_report.Report` result."""
+    @property
+    def removal(self):
+        """The module that removes a member from the hub (module cluster_prune): ``plan(hub, obj, record)`` gives
+        ``(deletes, problem)`` - what removing member object ``obj`` (``record``: its hub record, or None) deletes, as
+        ``(kind, namespace, name)``, besides its agent CSRs, and None or why it cannot be removed; ``remove(hub, obj,
+        deletes, removal)`` removes it as :class:`prune.Removal` ``removal`` says and returns the removal's result."""
         raise NotImplementedError

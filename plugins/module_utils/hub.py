@@ -6,7 +6,7 @@
 - ``kube-public/cluster-info``: the hub URL and CA members discover (created only when missing;
   replaced only on request), readable by ``system:anonymous``.
 - The RBAC objects each engine's installer creates for registration (``hub_objects.py`` of its package,
-  :meth:`engine.Engine.registration_objects`).
+  :attr:`engine.Engine.hub_objects`).
 - OCM, when the ClusterManager has the ``grpc`` registration driver: the gRPC endpoint members join through.
 """
 
@@ -93,7 +93,7 @@ def cluster_info_reader(engine):
 
 def registration_objects(engine, csr_auto_approval=True):
     """``(wanted, unwanted)``: objects to ensure and objects to remove for ``engine``."""
-    return engines.get(engine).registration_objects(csr_auto_approval)
+    return engines.get(engine).hub_objects.registration_objects(csr_auto_approval)
 
 
 # --- cluster-info -------------------------------------------------------------------------------

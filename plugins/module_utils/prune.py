@@ -8,7 +8,7 @@ time, hub side only (docs/maintenance.md, module cluster_prune).
 it (hub_record.py); :func:`decide` is a pure function of those facts, the task's options and the time; :func:`plan`
 names what the removal of a cluster decided so would delete, or why it cannot be removed; :func:`prune` reads the hub,
 decides and plans for every member object and removes those decided so, hub side, by the engines' own steps:
-each engine's in the ``removal.py`` of its package (:meth:`engine.Engine.plan_removal`, :meth:`engine.Engine.remove`).
+each engine's in the ``removal.py`` of its package (:attr:`engine.Engine.removal`).
 
 A member object is untrusted input (docs/architecture.md, "What the hub's member objects are trusted for"): its agent
 may have created it, and may write it. So "registered by this collection" is the hub record, which no agent can write,
@@ -187,9 +187,9 @@ def owned_by(obj, kind, uid):
 def plan(hub, engine, obj, record):
     """``(deletes, problem)``: the ``(kind, namespace, name)`` of what removing member object ``obj`` deletes on the hub
     (``record``: its hub record, or None), and None, or why it cannot be removed (then nothing is deleted): the engine's
-    own (:meth:`engine.Engine.plan_removal`) and the cluster's agent CSRs."""
+    own (``plan`` of :attr:`engine.Engine.removal`) and the cluster's agent CSRs."""
     engine = engines.get(engine)
-    deletes, problem = engine.plan_removal(hub, obj, record)
+    deletes, problem = engine.removal.plan(hub, obj, record)
     deletes += [(resources.CSR, None, csr["name"]) for csr in diagnose.agent_csrs(hub, engine, obj["metadata"]["name"])]
     return deletes, problem
 
@@ -251,7 +251,7 @@ def prune(hub, engine, params, check_mode=False, now=None):
             continue
         decision["deletes"] = _refs(deletes)
         try:
-            done = engine.remove(hub, obj, deletes, Removal(params, check_mode, decision["silent_seconds"] is not None))
+            done = engine.removal.remove(hub, obj, deletes, Removal(params, check_mode, decision["silent_seconds"] is not None))
         except FleetError as exc:
             decision.update(action="failed", error=exc.msg)
             failed.append(decision["name"])

@@ -142,14 +142,12 @@ class KarmadaEngine(Engine):
         from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.works import KarmadaWorks
         return KarmadaWorks
 
-    def registration_objects(self, csr_auto_approval=True):
+    @property
+    def hub_objects(self):
         from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import hub_objects
-        return hub_objects.registration_objects(csr_auto_approval)
+        return hub_objects
 
-    def plan_removal(self, hub, obj, record):
+    @property
+    def removal(self):
         from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import removal
-        return removal.plan(hub, obj, record)
-
-    def remove(self, hub, obj, deletes, removal):
-        from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import removal as karmada_removal
-        return karmada_removal.remove(hub, obj, deletes, removal)
+        return removal

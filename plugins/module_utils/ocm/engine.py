@@ -184,14 +184,12 @@ class OcmEngine(Engine):
         from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.works import OcmWorks
         return OcmWorks
 
-    def registration_objects(self, csr_auto_approval=True):
+    @property
+    def hub_objects(self):
         from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import hub_objects
-        return hub_objects.registration_objects(csr_auto_approval)
+        return hub_objects
 
-    def plan_removal(self, hub, obj, record):
+    @property
+    def removal(self):
         from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import removal
-        return removal.plan(hub, obj, record)
-
-    def remove(self, hub, obj, deletes, removal):
-        from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import removal as ocm_removal
-        return ocm_removal.remove(hub, obj, deletes, removal)
+        return removal
