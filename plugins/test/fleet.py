@@ -1,14 +1,17 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The test the playbooks and roles retry a waiting task with: ``until: <result> is not multicluster.fleet.waiting``.
-Its documentation is in ``waiting.yml`` next to this file."""
+"""The tests of the collection: ``waiting``, the condition the playbooks and roles retry a waiting task with
+(``until: <result> is not multicluster.fleet.waiting``), and ``engine``, whether a value names an engine of the
+collection. Their documentation is in ``waiting.yml`` and ``engine.yml`` next to this file."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 
 
 def waiting(result):
@@ -20,6 +23,11 @@ def waiting(result):
     return "waiting" in result or "missing" in result or bool(result.get("failed")) and "last_seen" in result
 
 
+def engine(value):
+    """Whether ``value`` is the name of an engine of the collection (the choices of every module's ``engine``)."""
+    return isinstance(value, str) and value in engines.NAMES
+
+
 class TestModule(object):
     def tests(self):
-        return {"waiting": waiting}
+        return {"waiting": waiting, "engine": engine}

@@ -1,6 +1,7 @@
 """The roles, playbooks and extensions ask what an engine does (the filter multicluster.fleet.fleet_engine_facts, or the
 engine's own task file, ``{{ hub_init_engine }}.yml``), never which engine it is: no YAML or Jinja file of theirs
-compares a value with the name of an engine."""
+compares a value with the name of an engine or a list of names (``multicluster.fleet.engine`` tells whether a value
+names one)."""
 
 import os
 import re
@@ -12,7 +13,8 @@ from source_tree import ROOT
 TREES = ("roles", "playbooks", "extensions")
 SUFFIXES = (".yml", ".yaml", ".j2")
 ENGINE = r"""['"](?:karmada|ocm)['"]"""
-COMPARISON = re.compile(r"(?:==|!=)\s*%s|%s\s*(?:==|!=)" % (ENGINE, ENGINE))
+# ``x == 'ocm'``, ``'ocm' != x``, and a list of names: ``x in ['karmada', 'ocm']``
+COMPARISON = re.compile(r"(?:==|!=)\s*%s|%s\s*(?:==|!=)|\[[^]]*%s[^]]*\]" % (ENGINE, ENGINE, ENGINE))
 
 
 def files():
@@ -29,14 +31,16 @@ def comparisons(text):
 
 @pytest.mark.parametrize("condition", [
     "when: fleet_engine == 'karmada'", 'when: "ocm" == hub_init_engine', "x if agent_install_engine != 'ocm' else y",
-    "{% if hub_init_engine=='karmada' %}", "fleet_engine ==  \"ocm\""])
+    "{% if hub_init_engine=='karmada' %}", "fleet_engine ==  \"ocm\"",
+    "if fleet_engine not in ['karmada', 'ocm']", "when: hub_init_engine in [\"ocm\"]"])
 def test_finds_a_comparison(condition):
     assert comparisons(condition) == [1]
 
 
 @pytest.mark.parametrize("line", [
     "engine: karmada", "agent_install_engine: ocm", "when: (fleet_engine | multicluster.fleet.fleet_engine_facts).pull_only",
-    "ansible.builtin.include_tasks: \"{{ hub_init_engine }}.yml\"", "fleet_mode == 'pull'"])
+    "ansible.builtin.include_tasks: \"{{ hub_init_engine }}.yml\"", "fleet_mode == 'pull'",
+    "if fleet_engine is not multicluster.fleet.engine", "fleet_mode in ['push', 'pull']"])
 def test_lets_what_is_no_comparison_pass(line):
     assert comparisons(line) == []
 

@@ -26,5 +26,13 @@ def test_refuses_what_is_not_a_result():
         fleet.waiting("failed")
 
 
-def test_the_plugin_offers_it():
-    assert fleet.TestModule().tests() == {"waiting": fleet.waiting}
+@pytest.mark.parametrize("value, named", [
+    ("karmada", True), ("ocm", True),
+    ("Karmada", False), ("", False), ("ocm ", False), (None, False), (["ocm"], False), ({"ocm": 1}, False),
+])
+def test_engine(value, named):
+    assert fleet.engine(value) is named
+
+
+def test_the_plugin_offers_them():
+    assert fleet.TestModule().tests() == {"waiting": fleet.waiting, "engine": fleet.engine}
