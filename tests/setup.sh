@@ -39,7 +39,11 @@ _fleet_pyver="$("$FLEET_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info
 FLEET_VENV="${FLEET_VENV:-$HOME/.cache/multicluster-fleet/venv-$_fleet_pyver}"
 
 _missing=()
-for _p in rsync shellcheck git; do dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p"); done
+# iproute2 and OpenSSH: the bastion host of tests/integration/test_bastion.py, a network namespace running sshd
+# (started by the test alone; on a machine with systemd the package also enables its own ssh service).
+for _p in rsync shellcheck git iproute2 openssh-client openssh-server; do
+  dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p")
+done
 if [ ${#_missing[@]} -gt 0 ]; then
   echo "[setup] installing Debian packages: ${_missing[*]}" >&2
   _sudo=(); [ "$(id -u)" = 0 ] || _sudo=(sudo)
