@@ -39,12 +39,20 @@ _fleet_pyver="$("$FLEET_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info
 FLEET_VENV="${FLEET_VENV:-$HOME/.cache/multicluster-fleet/venv-$_fleet_pyver}"
 
 _missing=()
-for _p in rsync shellcheck git; do dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p"); done
+# iproute2 and OpenSSH: the bastion host of tests/integration/test_bastion.py, a network namespace running sshd
+# (started by the test alone: where the package's installation starts the system's ssh service, it is stopped and
+# disabled again, so the tests leave no SSH server listening that the machine did not have).
+for _p in rsync shellcheck git iproute2 openssh-client openssh-server; do
+  dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p")
+done
 if [ ${#_missing[@]} -gt 0 ]; then
   echo "[setup] installing Debian packages: ${_missing[*]}" >&2
   _sudo=(); [ "$(id -u)" = 0 ] || _sudo=(sudo)
   "${_sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${_sudo[@]}" apt-get install -y -qq "${_missing[@]}" >/dev/null
+  if [[ " ${_missing[*]} " == *" openssh-server "* ]] && command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+    "${_sudo[@]}" systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+  fi
 fi
 
 # The Debian build is the oldest Kubernetes the collection supports (the version matrix's smoke runs on it); the lab
