@@ -122,9 +122,9 @@ EXAMPLES = r"""
     clusters: [member1, member2]
     labels:
       env: prod
-      fleet.example.com/tier: gold
+      hub_members.example.com/tier: gold
     annotations:
-      fleet.example.com/owner: platform-team
+      hub_members.example.com/owner: platform-team
 
 - name: Make the labels this owner (cluster_label, the default) set on an OCM cluster exactly these
   multicluster.fleet.cluster_label:
@@ -139,7 +139,7 @@ EXAMPLES = r"""
     engine: karmada
     clusters: "{{ gpu_clusters }}"
     labels:
-      fleet.example.com/gpu: "true"
+      hub_members.example.com/gpu: "true"
     owner: gpu-inventory
     purge: true
 
@@ -168,7 +168,7 @@ clusters:
     annotations:
       description: The object's annotations afterwards, without this collection's bookkeeping annotations.
       type: dict
-      sample: {fleet.example.com/owner: platform-team}
+      sample: {hub_members.example.com/owner: platform-team}
     managed_labels:
       description: The label keys this task's O(owner) set on the object (alone or with other owners), which O(purge) may remove.
       type: list
@@ -178,7 +178,7 @@ clusters:
       description: The annotation keys this task's O(owner) set on the object.
       type: list
       elements: str
-      sample: [fleet.example.com/owner]
+      sample: [hub_members.example.com/owner]
     owners:
       description:
         - Every recorded key and its owners, of labels and of annotations; an empty list for a key an earlier version
@@ -208,7 +208,9 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines, fleet, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import cluster_label, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -228,7 +230,7 @@ def module_spec():
         annotations=dict(type="dict"),
         purge=dict(type="bool", default=False),
         owner=dict(type="str", default=labels.DEFAULT_OWNER),
-        unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
+        unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
     ))
 
 

@@ -6,8 +6,9 @@ from urllib.parse import quote
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
 
 PLURALS = {k.plural for m in (resources, karmada, ocm) for k in vars(m).values() if isinstance(k, resources.Kind)}
 

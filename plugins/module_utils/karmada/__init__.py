@@ -13,9 +13,10 @@ import re
 from urllib.parse import urlsplit
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import DNS1123_LABEL_RE, Kind, condition_is, conditions_of
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import DNS1123_LABEL_RE, Kind, condition_is, conditions_of
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.hub_record import CLUSTER_ID_ANNOTATION
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)

@@ -8,9 +8,11 @@ import contextlib
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, registrar
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, SECRET
 from conftest import FakeCluster
 
 TOKEN = "abcdef.0123456789abcdef"
@@ -76,7 +78,7 @@ def registration_of(engine, cluster_name, **options):
     params = dict((name, spec.get("default")) for name, spec in cluster_register.module_spec()["argument_spec"].items())
     params.update(engine=engine, cluster_name=cluster_name, wait_sleep=1)
     params.update(options)
-    return registration.Registration(params)
+    return registrar.Registration(params)
 
 
 def reg(engine="karmada", **kwargs):

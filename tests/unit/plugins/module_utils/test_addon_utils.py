@@ -7,7 +7,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     ADDON_DEPLOYMENT_CONFIG, CLUSTER_MANAGEMENT_ADDON, MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON, MANAGED_CLUSTER_SET,
     MANAGED_CLUSTER_SET_BINDING, PLACEMENT, PLACEMENT_DECISION)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE
 
 from ocm_fake import ocm_hub
 

@@ -4,7 +4,9 @@ import base64
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import agents, engines, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import agents
 
 from fake_ca import FakeCA
 from conftest import FakeCluster

@@ -26,7 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 UTC = datetime.timezone.utc

@@ -12,7 +12,7 @@ import pytest
 import urllib3
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 
@@ -210,7 +210,7 @@ class TestDirectTransport:
         assert first["connection"] != second["connection"] and len(http_server.connections) == 2
 
     def test_does_not_import_urllib3(self, http_server):
-        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils import client; "
+        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client; "
                 "client.Cluster('c', client.build_configuration({'host': 'http://127.0.0.1:%d'}, 'x')).request('GET', '/v'); "
                 "assert 'urllib3' not in sys.modules" % http_server.server_address[1])
         subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p)),
@@ -332,7 +332,7 @@ class TestPrivateFiles:
         script = "\n".join([
             "import os, signal, sys",
             "sys.path[:0] = %r" % sys.path,
-            "from ansible_collections.multicluster.fleet.plugins.module_utils import client",
+            "from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client",
             "" if memory else "client._memory_file = lambda content: None",
             "assert open(client._data_file(b'KEY'), 'rb').read() == b'KEY'",
             "os.kill(os.getpid(), signal.SIGKILL)"])
@@ -386,7 +386,8 @@ class TestPluginUsers:
                                          "user 'u' authenticates with exec, which needs the kubernetes Python library")
 
     def test_common_path_does_not_import_kubernetes(self, tmp_path):
-        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils import client, module; "
+        code = ("import sys; from ansible_collections.multicluster.fleet.plugins.module_utils import module; "
+                "from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client; "
                 "client.build_configuration({'host': 'https://h', 'api_key': 'x'}); "
                 "client.build_configuration({'kubeconfig': %r}); "
                 "print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))" % kubeconfig())

@@ -1,11 +1,12 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import cluster_set
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     CLUSTER_SET_LABEL, MANAGED_CLUSTER, MANAGED_CLUSTER_SET, MANAGED_CLUSTER_SET_BINDING, PLACEMENT)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE
 
 from ocm_fake import ocm_hub
 

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import csr
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import csr
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.engine import OcmEngine
 

@@ -5,7 +5,8 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose
 
 NOW = datetime.datetime(2026, 11, 29, 6, 0, 0, tzinfo=datetime.timezone.utc)
 

@@ -2,7 +2,8 @@ import functools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
@@ -10,7 +11,7 @@ from cluster_objects import KARMADA_CLUSTER, OCM_CLUSTER
 
 
 def test_karmada_summary():
-    summary = fleet.summarize("karmada", KARMADA_CLUSTER)
+    summary = hub_members.summarize("karmada", KARMADA_CLUSTER)
     assert {k: summary[k] for k in ("name", "engine", "mode", "id", "kubernetes_version", "ready", "joined",
                                     "accepted", "provider", "region", "zones", "api_endpoint", "labels")} == {
         "name": "kmember1", "engine": "karmada", "mode": "Push", "id": "004830c5-3081-41f2-afc4-e68d86e4f96b",
@@ -23,13 +24,13 @@ def test_karmada_summary():
 
 
 def test_karmada_summary_without_status_and_with_single_zone():
-    summary = fleet.summarize("karmada", {"metadata": {"name": "new"}, "spec": {"syncMode": "Pull", "zone": "z1"}})
+    summary = hub_members.summarize("karmada", {"metadata": {"name": "new"}, "spec": {"syncMode": "Pull", "zone": "z1"}})
     assert summary["ready"] is False and summary["kubernetes_version"] is None
     assert summary["mode"] == "Pull" and summary["zones"] == ["z1"] and summary["conditions"] == []
 
 
 def test_ocm_summary():
-    summary = fleet.summarize("ocm", OCM_CLUSTER)
+    summary = hub_members.summarize("ocm", OCM_CLUSTER)
     assert summary["engine"] == "ocm" and summary["mode"] == "Pull"
     assert summary["accepted"] is True and summary["joined"] is True
     assert summary["ready"] is False  # Available is Unknown: the lease stopped
@@ -39,23 +40,23 @@ def test_ocm_summary():
 
 
 def test_ocm_summary_of_a_fresh_registration():
-    summary = fleet.summarize("ocm", {"metadata": {"name": "c9"}, "spec": {"hubAcceptsClient": False}})
+    summary = hub_members.summarize("ocm", {"metadata": {"name": "c9"}, "spec": {"hubAcceptsClient": False}})
     assert (summary["accepted"], summary["joined"], summary["ready"]) == (False, False, False)
 
 
 def test_member_clusters_sorted_and_filtered(fake_cluster):
     for name in ("b", "a"):
         fake_cluster.add(CLUSTER, {"metadata": {"name": name}, "spec": {"syncMode": "Push"}})
-    assert [c["name"] for c in fleet.member_clusters(fake_cluster, "karmada")] == ["a", "b"]
-    fleet.member_clusters(fake_cluster, "karmada", name="a", label_selectors=["env=prod", "tier!=db"])
+    assert [c["name"] for c in hub_members.member_clusters(fake_cluster, "karmada")] == ["a", "b"]
+    hub_members.member_clusters(fake_cluster, "karmada", name="a", label_selectors=["env=prod", "tier!=db"])
     method, path, query = fake_cluster.calls[-1]
     assert path == CLUSTER.path()
     assert query == {"labelSelector": "env=prod,tier!=db", "fieldSelector": "metadata.name=a"}
 
 
 def test_member_kinds():
-    assert fleet.member_kind("karmada") is CLUSTER
-    assert fleet.member_kind("ocm") is MANAGED_CLUSTER
+    assert hub_members.member_kind("karmada") is CLUSTER
+    assert hub_members.member_kind("ocm") is MANAGED_CLUSTER
 
 
 @pytest.mark.parametrize("engine, name, fragment", [
@@ -65,9 +66,9 @@ def test_member_kinds():
 ])
 def test_cluster_names_are_checked_before_any_request(fake_cluster, engine, name, fragment):
     with pytest.raises(FleetError) as caught:
-        fleet.member_clusters(fake_cluster, engine, name=name)
+        hub_members.member_clusters(fake_cluster, engine, name=name)
     assert fragment in caught.value.msg and fake_cluster.calls == []
-    fleet.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
+    hub_members.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
 
 
 def test_fan_out_collects_errors():
@@ -75,7 +76,7 @@ def test_fan_out_collects_errors():
         if cluster == "bad":
             raise FleetError("broken " + cluster)
         return cluster.upper()
-    assert fleet.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
+    assert hub_members.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
 
 
 class TestReadMembers:
@@ -86,21 +87,21 @@ class TestReadMembers:
         return fake_cluster
 
     def test_registered_clusters_by_name(self, hub):
-        found = fleet.read_members(hub, "karmada", ["m1"])
+        found = hub_members.read_members(hub, "karmada", ["m1"])
         assert list(found) == ["m1"] and found["m1"]["metadata"]["name"] == "m1"
 
     def test_every_problem_named_in_one_error(self, hub):
         with pytest.raises(FleetError) as caught:
-            fleet.read_members(hub, "karmada", ["m9", "m1", "m2"], purpose="taint")
+            hub_members.read_members(hub, "karmada", ["m9", "m1", "m2"], purpose="taint")
         assert caught.value.msg == ("cluster 'hub' (https://fake): cannot taint every cluster, nothing was written: "
                                     "cluster 'm9' is not registered on the hub (no Cluster named m9); "
                                     "cluster 'm2' is being deleted from the hub")
         assert caught.value.details == {"changed": False, "clusters_failed": ["m2", "m9"]}
 
     def test_skip_leaves_out_the_unregistered_but_not_one_being_deleted(self, hub):
-        assert list(fleet.read_members(hub, "karmada", ["m9", "m1"], unregistered="skip")) == ["m1"]
+        assert list(hub_members.read_members(hub, "karmada", ["m9", "m1"], unregistered="skip")) == ["m1"]
         with pytest.raises(FleetError, match="cluster 'm2' is being deleted from the hub$"):
-            fleet.read_members(hub, "karmada", ["m9", "m2"], unregistered="skip")
+            hub_members.read_members(hub, "karmada", ["m9", "m2"], unregistered="skip")
 
 
 def ready(name, status="True", condition="Ready"):
@@ -118,7 +119,7 @@ class TestWaitForClusters:
             slept.append(seconds)
             pending["status"]["conditions"][0]["status"] = "True"
         monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, sleep=sleep))
-        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", label_selectors=["env=prod"], timeout=60, interval=3)
+        clusters = hub_members.wait_for_clusters(fake_cluster, "karmada", label_selectors=["env=prod"], timeout=60, interval=3)
         assert [(c["name"], c["ready"]) for c in clusters] == [("a", True), ("b", True)]
         assert slept == [3] and len([c for c in fake_cluster.calls if c[0] == "GET"]) == 2
         assert fake_cluster.calls[-1][2]["labelSelector"] == "env=prod"
@@ -127,19 +128,19 @@ class TestWaitForClusters:
         fake_cluster.add(CLUSTER, ready("a"))
         fake_cluster.add(CLUSTER, ready("b", "False"))
         with pytest.raises(WaitTimeout) as caught:
-            fleet.wait_for_clusters(fake_cluster, "karmada", timeout=0)
+            hub_members.wait_for_clusters(fake_cluster, "karmada", timeout=0)
         assert caught.value.msg == ("timed out after 0s waiting for the member clusters on cluster 'hub' (https://fake) "
                                     "to have Ready=True; last seen: b: Ready=False (R: m)")
         assert [c["name"] for c in caught.value.details["clusters"]] == ["a", "b"]
 
     def test_a_named_cluster_must_exist(self, fake_cluster):
         with pytest.raises(WaitTimeout) as caught:
-            fleet.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)
+            hub_members.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)
         assert caught.value.msg == ("timed out after 0s waiting for member cluster c1 on cluster 'hub' (https://fake) to "
                                     "have ManagedClusterConditionAvailable=True; last seen: c1 is not registered (no "
                                     "ManagedCluster of that name)")
         fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterConditionAvailable"))
-        assert [c["name"] for c in fleet.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)] == ["c1"]
+        assert [c["name"] for c in hub_members.wait_for_clusters(fake_cluster, "ocm", name="c1", timeout=0)] == ["c1"]
 
     def test_with_the_member_its_agent_must_run_its_image(self, fake_cluster):
         from conftest import FakeCluster
@@ -151,14 +152,14 @@ class TestWaitForClusters:
                  "status": {"observedGeneration": 2, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0}}
         member.add(resources.DEPLOYMENT, agent)
         with pytest.raises(WaitTimeout) as caught:
-            fleet.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
+            hub_members.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
         assert caught.value.msg.startswith(
             "timed out after 0s waiting for member cluster member2 on cluster 'hub' (https://fake) to have Ready=True and "
             "its agent to run its image; last seen: member2: its agent has not rolled out image "
             "unreachable.invalid/karmada/karmada-agent:v1.19.0 (no agent certificate: ")
         agent["status"]["availableReplicas"] = 1
         member.add(resources.DEPLOYMENT, agent)
-        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
+        clusters = hub_members.wait_for_clusters(fake_cluster, "karmada", name="member2", timeout=0, member=member)
         assert clusters[0]["agent"]["rolled_out"] is True
 
     def test_a_push_member_has_no_agent_to_wait_for(self, fake_cluster):
@@ -166,15 +167,15 @@ class TestWaitForClusters:
         push = ready("member1")
         push["spec"]["syncMode"] = "Push"
         fake_cluster.add(CLUSTER, push)
-        clusters = fleet.wait_for_clusters(fake_cluster, "karmada", name="member1", timeout=0, member=FakeCluster("member1"))
+        clusters = hub_members.wait_for_clusters(fake_cluster, "karmada", name="member1", timeout=0, member=FakeCluster("member1"))
         assert clusters[0]["agent"] is None
 
     def test_another_condition(self, fake_cluster):
         fake_cluster.add(MANAGED_CLUSTER, ready("c1", condition="ManagedClusterJoined"))
         joined = resources.wanted_condition("ManagedClusterJoined")
-        assert fleet.wait_for_clusters(fake_cluster, "ocm", condition=joined, timeout=0)[0]["name"] == "c1"
+        assert hub_members.wait_for_clusters(fake_cluster, "ocm", condition=joined, timeout=0)[0]["name"] == "c1"
         with pytest.raises(WaitTimeout, match="c1: no ManagedClusterConditionAvailable condition yet"):
-            fleet.wait_for_clusters(fake_cluster, "ocm", timeout=0)
+            hub_members.wait_for_clusters(fake_cluster, "ocm", timeout=0)
 
     def test_no_cluster_listed_is_nothing_to_wait_for(self, fake_cluster):
-        assert fleet.wait_for_clusters(fake_cluster, "karmada", timeout=0) == []
+        assert hub_members.wait_for_clusters(fake_cluster, "karmada", timeout=0) == []

@@ -15,10 +15,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING, SERVICE_ACCOUNT,
 )
 

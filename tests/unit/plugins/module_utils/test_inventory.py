@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import inventory
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members, inventory
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.engine import KarmadaEngine
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
@@ -19,7 +19,7 @@ def karmada(name, mode="Push", ready=True, **spec):
 def observed(engine, *objs):
     summaries = []
     for obj in objs:
-        summary = inventory.fleet.summarize(engine, obj)
+        summary = hub_members.summarize(engine, obj)
         summaries.append(dict((key, summary[key]) for key in inventory.OBSERVED))
     return summaries
 

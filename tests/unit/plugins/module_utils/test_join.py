@@ -6,12 +6,13 @@ import itertools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, NAMESPACE, SECRET, SERVICE_ACCOUNT,
 )
 

@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import kubeconfig
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import kubeconfig
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 

@@ -4,7 +4,8 @@ says about taints, cordon and cluster set."""
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, cluster_set, engines, labels, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, work
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import cluster_label, cluster_set, labels
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER

@@ -1,10 +1,10 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
-from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2.member_changes import MemberChanges
 
 
 @pytest.fixture

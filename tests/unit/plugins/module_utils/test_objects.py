@@ -1,10 +1,10 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import objects, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import objects, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CRD, DEPLOYMENT, NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONFIG_MAP, CRD, DEPLOYMENT, NAMESPACE
 
 NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo"}}
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "demo"}, "data": {"a": "1"}}

@@ -11,7 +11,7 @@ from cryptography.x509.oid import NameOID
 from kubernetes.client import Configuration
 from kubernetes.config.kube_config import load_kube_config_from_dict
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from fake_ca import FakeCA, key_pem
 

@@ -4,7 +4,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import plac
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import (
     MANAGED_CLUSTER_SET, MANAGED_CLUSTER_SET_BINDING, PLACEMENT, PLACEMENT_DECISION)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE
 
 from ocm_fake import ocm_hub
 

@@ -4,10 +4,12 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import hub_record, karmada, ocm, prune
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import prune
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONFIG_MAP, CSR, SECRET
 
 NOW = datetime.datetime(2026, 12, 4, 12, 0, 0, tzinfo=datetime.timezone.utc)
 HOUR_AGO = "2026-12-04T11:00:00Z"

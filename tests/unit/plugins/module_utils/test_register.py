@@ -15,13 +15,15 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, register, registration, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, register, registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
 from accept_fakes import Hub, managed_cluster, ocm_csr
 from conftest import FakeCluster
 from fake_ca import FakeCA
@@ -403,22 +405,22 @@ def test_karmada_refuses_to_replace_another_clusters_agent(ca, pin, cluster_fake
 def test_credentials_problem_checks_the_pin_and_the_parts(ca, pin):
     cert, key = ca.client("system:karmada:agent:member1", ["system:karmada:agents"])
     args = ("system:karmada:agent:member1", "system:karmada:agents")
-    assert registration.credentials_problem(reg(ca_cert_hashes=[pin]), HUB_URL, ca.pem, cert, key, *args) is None
-    assert registration.credentials_problem(reg(), HUB_URL, ca.pem, cert, key, *args) is None  # unsafe: no pin to match
+    assert registrar.credentials_problem(reg(ca_cert_hashes=[pin]), HUB_URL, ca.pem, cert, key, *args) is None
+    assert registrar.credentials_problem(reg(), HUB_URL, ca.pem, cert, key, *args) is None  # unsafe: no pin to match
     wrong = "sha256:" + "0" * 64
-    assert registration.credentials_problem(reg(ca_cert_hashes=[wrong]), HUB_URL, ca.pem, cert, key, *args) == (
+    assert registrar.credentials_problem(reg(ca_cert_hashes=[wrong]), HUB_URL, ca.pem, cert, key, *args) == (
         "the stored hub CA (%s) is none of ca_cert_hashes" % pin)
-    assert "lack the hub CA" in registration.credentials_problem(reg(), HUB_URL, None, cert, key, *args)
-    assert "no PEM certificate" in registration.credentials_problem(reg(), HUB_URL, "junk", cert, key, *args)
+    assert "lack the hub CA" in registrar.credentials_problem(reg(), HUB_URL, None, cert, key, *args)
+    assert "no PEM certificate" in registrar.credentials_problem(reg(), HUB_URL, "junk", cert, key, *args)
 
 
 def test_karmada_renews_near_expiry(ca, pin, cluster_fakes, monkeypatch):
     member, hub, bootstrap_hub = cluster_fakes
     first = register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
     expires = datetime.datetime.strptime(first["certificate_expiration"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    monkeypatch.setattr(registration, "utc_now", lambda: expires - datetime.timedelta(days=31))
+    monkeypatch.setattr(registrar, "utc_now", lambda: expires - datetime.timedelta(days=31))
     assert register_karmada(member, None, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))["changed"] is False
-    monkeypatch.setattr(registration, "utc_now", lambda: expires - datetime.timedelta(days=29))
+    monkeypatch.setattr(registrar, "utc_now", lambda: expires - datetime.timedelta(days=29))
     renewed = register_karmada(member, None, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
     assert renewed["changed"] and "within the renewal window" in renewed["reason"]
 
@@ -498,13 +500,13 @@ def test_discovery_waits_for_the_signer_then_gives_up(ca):
                                          "unknown, expired or not allowed to sign")
     naps = []
     discovery = FakeDiscovery(ca, errors=[missing, missing])
-    found = registration.discover(reg(discovery_timeout=30), discovery, sleep=naps.append)
+    found = registrar.discover(reg(discovery_timeout=30), discovery, sleep=naps.append)
     assert found["ca_pem"] == ca.pem and len(discovery.calls) == 3 and naps == [2.0, 2.0]
     with pytest.raises(FleetError) as exc_info:
-        registration.discover(reg(discovery_timeout=0), FakeDiscovery(ca, errors=[missing]), sleep=naps.append)
+        registrar.discover(reg(discovery_timeout=0), FakeDiscovery(ca, errors=[missing]), sleep=naps.append)
     assert "unknown, expired or not allowed to sign (checked for 0s" in exc_info.value.msg
     with pytest.raises(FleetError, match="does not verify"):  # other discovery failures are not retried
-        registration.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
+        registrar.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
 
 
 # --- Karmada absent ---------------------------------------------------------------------------------------
@@ -885,13 +887,13 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
               "contexts": [{"name": "m", "context": {"cluster": "c", "user": "u"}}]}
     path = tmp_path / "member.kubeconfig"
     path.write_text(yaml.safe_dump(config))
-    for text in (registration.hosted_agents_kubeconfig(str(path), None, None),
-                 registration.hosted_agents_kubeconfig(None, str(path), "m")):
+    for text in (registrar.hosted_agents_kubeconfig(str(path), None, None),
+                 registrar.hosted_agents_kubeconfig(None, str(path), "m")):
         assert pki.read_kubeconfig(text)["server"] == "https://member:6443"
     monkeypatch.setenv("KUBECONFIG", str(path))
-    assert pki.read_kubeconfig(registration.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
+    assert pki.read_kubeconfig(registrar.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
     with pytest.raises(FleetError, match="set managed_kubeconfig"):
-        registration.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
+        registrar.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
 
 
 # --- OCM acceptance with the join (accept) ----------------------------------------------------------------------

@@ -11,13 +11,15 @@ import datetime
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, lease_lock, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import lease_lock, registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import registration as karmada_flow
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
 from register_fakes import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, reg,
@@ -25,7 +27,7 @@ from register_fakes import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, TO
 
 UTC = datetime.timezone.utc
 START = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
-REAL_WAIT_UNTIL = registration.resources.wait_until
+REAL_WAIT_UNTIL = registrar.resources.wait_until
 LEASE_PATH = lease_lock.LEASE.path("kube-system", "multicluster-fleet-registration")
 IN_FLIGHT_PATH = SECRET.path("kube-system", "multicluster-fleet-registration-member1")
 
@@ -79,7 +81,7 @@ def time_(monkeypatch):
 
     def wait_until(check, timeout, what, interval=1.0, clock=None, sleep=None):
         return REAL_WAIT_UNTIL(check, timeout, what, interval=1.0, clock=fake.monotonic, sleep=fake.advance)
-    monkeypatch.setattr(registration.resources, "wait_until", wait_until)
+    monkeypatch.setattr(registrar.resources, "wait_until", wait_until)
     return fake
 
 

@@ -8,8 +8,9 @@ import functools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.registration import DISCOVERY_RETRY_INTERVAL, discover
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.registrar import DISCOVERY_RETRY_INTERVAL, discover
 from register_fakes import registration_of
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 

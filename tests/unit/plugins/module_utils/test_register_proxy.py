@@ -13,11 +13,13 @@ import ssl
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.registration import KarmadaRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registration import OcmRegistration
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
 from register_fakes import AGENT_SECRET_PATH, HUB_URL, OTHER_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector, joined, reg
@@ -217,7 +219,7 @@ def test_proxied_fetch_keeps_the_trust_of_each_fetch(monkeypatch, ca, proxy_ca):
 def test_discovery_goes_through_the_proxy_only_when_one_is_given(ca, proxy_ca, proxy_ca_file, openers):
     for request, opener in ((reg(proxy_url=PROXY, proxy_ca_cert=proxy_ca_file), ("proxy", PROXY, proxy_ca.pem)), (reg(), None)):
         discovery = FakeDiscovery(ca)
-        registration.discover(request, discovery)
+        registrar.discover(request, discovery)
         assert discovery.calls[0]["opener"] == opener
     with pytest.raises(FleetError, match="does not exist on the hub"):  # the opener makes the fetches
         bootstrap.discover_hub(HUB_URL, TOKEN, unsafe_skip_ca_verification=True, opener=lambda url, context, timeout: (404, b""))

@@ -1,9 +1,9 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import SECRET, NAMESPACE
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import SECRET, NAMESPACE
 
 
 def secret(name="s", ns="ns", **data):

@@ -1,6 +1,7 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, taints
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import taints
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, lease_lock, resources, tokens
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, lease_lock, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 NOW = datetime.datetime(2026, 11, 22, 4, 0, 0, tzinfo=datetime.timezone.utc)

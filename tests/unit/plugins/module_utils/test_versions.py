@@ -5,7 +5,10 @@ import types
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, pki, registration, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 from fake_ca import FakeCA
@@ -115,13 +118,13 @@ def test_karmada_agent_objects_with_cert_rotation_and_fingerprint():
 
 
 def test_cert_rotation_settings_are_checked():
-    assert registration.cert_rotation({"cert_rotation_checking_interval": "1h30m",
+    assert registrar.cert_rotation({"cert_rotation_checking_interval": "1h30m",
                                        "cert_rotation_remaining_time_threshold": 0.5}) == ("1h30m", 0.5)
-    assert registration.cert_rotation({}) == ("5m", 0.2)
+    assert registrar.cert_rotation({}) == ("5m", 0.2)
     with pytest.raises(FleetError, match="Go duration"):
-        registration.cert_rotation({"cert_rotation_checking_interval": "5 minutes"})
+        registrar.cert_rotation({"cert_rotation_checking_interval": "5 minutes"})
     with pytest.raises(FleetError, match="between 0 and 1"):
-        registration.cert_rotation({"cert_rotation_remaining_time_threshold": 1.0})
+        registrar.cert_rotation({"cert_rotation_remaining_time_threshold": 1.0})
 
 
 def test_klusterlet_client_cert_expiration():

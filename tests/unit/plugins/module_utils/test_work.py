@@ -5,11 +5,11 @@ import pytest
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, work
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import works as ocm_works
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE, Wait, wanted_condition as wanted
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE, Wait, wanted_condition as wanted
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hello", "namespace": "default"},
        "spec": {"containers": [{"name": "hello", "image": "busybox"}]}}

@@ -15,10 +15,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2.member_changes import MemberChanges
 
 EXCLUSIVE = "ExclusiveClusterSetLabel"
 LABEL_SELECTOR = "LabelSelector"

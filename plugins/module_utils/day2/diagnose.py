@@ -16,10 +16,12 @@ __metaclass__ = type
 import base64
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, csr as csrs, engines, pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.bootstrap import CLUSTER_INFO_PATH
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import csr as csrs
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.bootstrap import CLUSTER_INFO_PATH
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE
 
 PROBE_TIMEOUT = (5.0, 10.0)  # connect, read (seconds) for the hub address in an agent kubeconfig
 SUBJECT_ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"

@@ -7,9 +7,9 @@ A module gives a plan function, ``plan(cluster, member_object)``, that returns t
 needs (None or empty: nothing to change), or ``(patch, info)`` when it has more to say about that cluster (what it
 takes over, its warnings). :class:`MemberChanges` does the rest:
 
-- :meth:`MemberChanges.read` reads every member object first, in parallel (:func:`fleet.read_members`: an unregistered
+- :meth:`MemberChanges.read` reads every member object first, in parallel (:func:`hub_members.read_members`: an unregistered
   cluster fails the task before any write, or is skipped; one being deleted fails it);
-- :meth:`MemberChanges.write` plans and writes each cluster in parallel (:func:`fleet.fan_out`), one merge patch guarded
+- :meth:`MemberChanges.write` plans and writes each cluster in parallel (:func:`hub_members.fan_out`), one merge patch guarded
   by the ``resourceVersion`` it was planned from; on a conflict the object is read again and planned again. In check
   mode the hub's dry run answers. A cluster whose write fails does not stop the others;
 - :meth:`MemberChanges.result` assembles the module's result - ``changed``, ``clusters`` (one summary per cluster),
@@ -20,8 +20,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 
@@ -37,7 +39,7 @@ class MemberChanges:
         self.hub = hub
         self.engine = engines.get(engine)
         self.check_mode = check_mode
-        self.clusters = fleet.cluster_names(self.engine, clusters)
+        self.clusters = hub_members.cluster_names(self.engine, clusters)
         self.members = {}
         self.skipped = []
         self.outcomes = {}
@@ -45,16 +47,16 @@ class MemberChanges:
         self.errors = {}
 
     def read(self, unregistered="fail", purpose="write to"):
-        """Read every member object before anything is written (:func:`fleet.read_members`, whose message says
+        """Read every member object before anything is written (:func:`hub_members.read_members`, whose message says
         ``cannot <purpose> every cluster``); with ``unregistered`` V(skip) the missing clusters go to ``skipped``."""
-        self.members = fleet.read_members(self.hub, self.engine, self.clusters, unregistered, purpose)
+        self.members = hub_members.read_members(self.hub, self.engine, self.clusters, unregistered, purpose)
         self.skipped = [c for c in self.clusters if c not in self.members]
 
     def write(self, plan, writing="it was being updated"):
         """Plan and write every cluster read, in parallel; ``writing`` completes the message of a cluster that keeps
         changing (``<Kind/name> kept changing while <writing>``)."""
         targets = [c for c in self.clusters if c in self.members]
-        done, errors = fleet.fan_out(lambda cluster: self._write(cluster, plan, writing), targets)
+        done, errors = hub_members.fan_out(lambda cluster: self._write(cluster, plan, writing), targets)
         for cluster in targets:
             if cluster in done:
                 self.outcomes[cluster], self.info[cluster] = done[cluster]

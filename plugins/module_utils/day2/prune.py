@@ -23,13 +23,16 @@ __metaclass__ = type
 
 import datetime
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, hub_record, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
-from ansible_collections.multicluster.fleet.plugins.module_utils.diagnose import parse_time
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2.diagnose import parse_time
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE
-from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Report
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.hub_record import CLUSTER_ID_ANNOTATION
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.report import Report
 
 NOT_LISTED = "not_listed"
 UNREACHABLE = "unreachable"

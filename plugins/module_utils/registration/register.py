@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 

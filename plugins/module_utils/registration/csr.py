@@ -19,8 +19,9 @@ import base64
 import binascii
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, pki
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR_CLIENT_AUTH, CSR_SIGNER, CSR_USAGES
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR_CLIENT_AUTH, CSR_SIGNER, CSR_USAGES
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # karmadactl register's short-lived, all-powerful helper identity: never a cluster's.

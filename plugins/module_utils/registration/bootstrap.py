@@ -29,7 +29,7 @@ import urllib.request
 from http.client import HTTPException
 from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 try:

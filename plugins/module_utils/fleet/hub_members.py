@@ -9,7 +9,9 @@ __metaclass__ = type
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import labels
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 # Parallel requests per task (fan_out); matches the per-host connection pool of client.Cluster.

@@ -14,9 +14,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, labels as fleet_labels
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import labels as fleet_labels
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2.member_changes import MemberChanges
 
 
 def _owners(obj, record):

@@ -21,8 +21,11 @@ __metaclass__ = type
 import fnmatch
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, engines, fleet, versions
-from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 HUB_GROUP = "hub"
@@ -48,7 +51,7 @@ ENTRY_KEYS = ("name", "pattern", "kubeconfig", "context", "vars")
 
 def observe(hub, engine):
     """What ``hub`` reports about its member clusters, as plain data fit for an inventory cache."""
-    return [dict((key, summary[key]) for key in OBSERVED) for summary in fleet.member_clusters(hub, engine)]
+    return [dict((key, summary[key]) for key in OBSERVED) for summary in hub_members.member_clusters(hub, engine)]
 
 
 def observe_agents(engine, clusters, mapping):

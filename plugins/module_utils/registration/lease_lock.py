@@ -18,8 +18,8 @@ import secrets
 import socket
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 LEASE = resources.Kind("coordination.k8s.io/v1", "Lease", "leases", True)

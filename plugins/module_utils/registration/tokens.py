@@ -21,10 +21,12 @@ import datetime
 import json
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE_DURATION_SECONDS, LeaseLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE_DURATION_SECONDS, LeaseLock
 
 # A token that would outlive the requested TTL by more than this is not reused (clock skew allowance).
 EXPIRY_SLACK_SECONDS = 60

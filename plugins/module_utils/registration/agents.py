@@ -13,7 +13,9 @@ __metaclass__ = type
 import base64
 import binascii
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, pki, resources, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 

@@ -18,8 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONFIG_MAP
 
 # The collection's mark on a member object (ManagedCluster or Karmada Cluster): the member's cluster id (its
 # kube-system UID), recorded when it registers or accepts the cluster - OCM keeps no cluster id of its own, and one

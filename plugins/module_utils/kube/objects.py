@@ -12,8 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 # Every kind k8s_objects can handle, by (apiVersion, kind).

@@ -32,8 +32,8 @@ import threading
 import time
 from urllib.parse import urlencode, urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import kubeconfig as kubeconfigs
-from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS, ENVIRONMENT, NAMING_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import kubeconfig as kubeconfigs
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.auth_options import AUTH_OPTIONS, ENVIRONMENT, NAMING_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR

@@ -20,9 +20,11 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, engines, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, CONFIG_MAP, NAMESPACE, ROLE, ROLE_BINDING,
 )
 

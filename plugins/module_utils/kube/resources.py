@@ -18,7 +18,7 @@ import re
 import time
 from urllib.parse import quote
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 # A DNS-1123 label: the names of namespaces, and of member clusters.

@@ -29,10 +29,13 @@ import datetime
 import re
 import time
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import (
-    bootstrap, client, engines, fleet, karmada, kubeconfig, ocm, pki, resources, versions)
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, kubeconfig, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Report
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.report import Report
 
 STATES = ("present", "absent")
 DEFAULT_RENEW_BEFORE_DAYS = 30
@@ -359,10 +362,10 @@ def check_identity(member, hub, reg):
     under a second name (docs/architecture.md 3.2); a Karmada Push member is not turned into a Pull one unless
     ``allow_mode_change``. Returns the member's cluster id. Without hub credentials there is nothing to compare with
     (a bootstrap token may not list the hub's clusters)."""
-    cluster_id = fleet.cluster_id(member)
+    cluster_id = hub_members.cluster_id(member)
     if hub is None:
         return cluster_id
-    existing = fleet.registered_member(reg.engine, resources.list_objects(hub, reg.engine.member_kind),
+    existing = hub_members.registered_member(reg.engine, resources.list_objects(hub, reg.engine.member_kind),
                                        reg.cluster_name, cluster_id, reg.api_endpoint or member.server)
     reg.engine.check_pull_registration(existing, reg.cluster_name, reg.allow_mode_change)
     return cluster_id

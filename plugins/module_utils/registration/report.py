@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import contextlib
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 

@@ -22,7 +22,7 @@ import re
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.member_changes import MemberChanges
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2.member_changes import MemberChanges
 
 # Kubernetes' qualified names and label values (apimachinery validation.IsQualifiedName, IsValidLabelValue).
 NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
