@@ -9,7 +9,7 @@ takes over, its warnings). :class:`MemberChanges` does the rest:
 
 - :meth:`MemberChanges.read` reads every member object first, in parallel (:func:`hub_members.read_members`: an unregistered
   cluster fails the task before any write, or is skipped; one being deleted fails it);
-- :meth:`MemberChanges.write` plans and writes each cluster in parallel (:func:`hub_members.fan_out`), one merge patch guarded
+- :meth:`MemberChanges.write` plans and writes each cluster in parallel (:func:`parallel.fan_out`), one merge patch guarded
   by the ``resourceVersion`` it was planned from; on a conflict the object is read again and planned again. In check
   mode the hub's dry run answers. A cluster whose write fails does not stop the others;
 - :meth:`MemberChanges.result` assembles the module's result - ``changed``, ``clusters`` (one summary per cluster),
@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, hub_members, parallel
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
@@ -39,7 +39,7 @@ class MemberChanges:
         self.hub = hub
         self.engine = engines.get(engine)
         self.check_mode = check_mode
-        self.clusters = hub_members.cluster_names(self.engine, clusters)
+        self.clusters = cluster_names.cluster_names(self.engine, clusters)
         self.members = {}
         self.skipped = []
         self.outcomes = {}
@@ -56,7 +56,7 @@ class MemberChanges:
         """Plan and write every cluster read, in parallel; ``writing`` completes the message of a cluster that keeps
         changing (``<Kind/name> kept changing while <writing>``)."""
         targets = [c for c in self.clusters if c in self.members]
-        done, errors = hub_members.fan_out(lambda cluster: self._write(cluster, plan, writing), targets)
+        done, errors = parallel.fan_out(lambda cluster: self._write(cluster, plan, writing), targets)
         for cluster in targets:
             if cluster in done:
                 self.outcomes[cluster], self.info[cluster] = done[cluster]

@@ -1,95 +1,25 @@
 # -*- coding: utf-8 -*-
 # Copyright: multicluster.fleet contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Reading the fleet from the hub, whichever engine runs it."""
+"""The member clusters as the hub shows them, whichever engine runs it: read before a task writes them, listed, summarized and
+waited for."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from concurrent.futures import ThreadPoolExecutor
-
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import labels
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, parallel
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
-# Parallel requests per task (fan_out); matches the per-host connection pool of client.Cluster.
-WORKERS = 4
 # What a module acting on many clusters does with one the hub does not have (read_members).
 UNREGISTERED = ("fail", "skip")
 
 
-def cluster_id(member):
-    """A member cluster's id: the UID of its ``kube-system`` namespace (Karmada's ``spec.id``; recorded on OCM's
-    ManagedCluster as :data:`ocm.CLUSTER_ID_ANNOTATION`)."""
-    namespace = resources.get(member, resources.NAMESPACE, "kube-system")
-    if namespace is None:
-        raise FleetError("%s has no kube-system namespace to take its cluster id from" % member.label)
-    return namespace["metadata"]["uid"]
-
-
-def registered_member(engine, members, name, cluster_id, member):
-    """The hub's member object ``name`` among ``members`` (or None), after refusing every breach of the identity rule.
-
-    One name, one cluster id: ``name`` must not be recorded as another cluster's, and this cluster (id ``cluster_id``,
-    reached at ``member``, a URL) must not be recorded under another name. The messages name both clusters and their
-    ids. An object without a recorded id (an OCM cluster accepted outside the collection) is not compared.
-    """
-    engine = engines.get(engine)
-    kind = engine.member_kind.kind
-    existing = next((obj for obj in members if obj["metadata"]["name"] == name), None)
-    recorded = engine.recorded_cluster_id(existing) if existing is not None else None
-    if recorded and recorded != cluster_id:
-        raise FleetError("%s '%s' on the hub belongs to another cluster (%s, cluster id %s), not to this member (%s, "
-                         "cluster id %s): refusing to give this member its name; choose another cluster_name, or remove "
-                         "'%s' from the hub first" % (kind, name, ", ".join(engine.endpoints_of(existing)) or "endpoint unknown",
-                                                      recorded, member, cluster_id, name))
-    for obj in members:
-        other = obj["metadata"]["name"]
-        if other != name and engine.recorded_cluster_id(obj) == cluster_id:
-            raise FleetError("this member (%s, cluster id %s) is already registered on the hub as %s '%s': refusing to "
-                             "register it again as '%s'; use cluster_name=%s, or remove '%s' first"
-                             % (member, cluster_id, kind, other, name, other, other))
-    return existing
-
-
-def validate_cluster_name(engine, name):
-    """FleetError unless ``name`` can name a member cluster: a DNS-1123 label of 1 to 48 (Karmada) or 63 (OCM) characters."""
-    engines.get(engine).validate_cluster_name(name)
-
-
-def cluster_names(engine, names):
-    """The ``clusters`` option of a module acting on many member clusters: the names without repeats, each checked to be
-    a valid member cluster name, at least one."""
-    clusters = []
-    for cluster in names or []:
-        validate_cluster_name(engine, cluster)
-        if cluster not in clusters:
-            clusters.append(cluster)
-    if not clusters:
-        raise FleetError("clusters is empty: name at least one member cluster")
-    return clusters
-
-
-def fan_out(task, clusters):
-    """Run ``task(cluster)`` for every cluster on a bounded pool; ``({cluster: result}, {cluster: error})``.
-
-    A :class:`FleetError` of one cluster does not stop the others; its message is collected.
-    """
-    results, errors = {}, {}
-    with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(clusters)))) as pool:
-        futures = [(cluster, pool.submit(task, cluster)) for cluster in clusters]
-        for cluster, future in futures:
-            try:
-                results[cluster] = future.result()
-            except FleetError as exc:
-                errors[cluster] = exc.msg
-    return results, errors
-
-
 def read_members(hub, engine, clusters, unregistered="fail", purpose="write to"):
-    """The hub objects of ``clusters`` (names from :func:`cluster_names`), read in parallel before a task writes them.
+    """The hub objects of ``clusters`` (names from :func:`cluster_names.cluster_names`), read in parallel before a task writes them.
 
     ``{cluster: object}`` of the clusters the hub has. One FleetError (``changed`` false, naming every cluster
     concerned) when a read fails, a cluster is being deleted, or, with ``unregistered`` V(fail), a cluster is not
@@ -98,7 +28,7 @@ def read_members(hub, engine, clusters, unregistered="fail", purpose="write to")
     """
     engine = engines.get(engine)
     kind = engine.member_kind
-    found, errors = fan_out(lambda c: resources.get(hub, kind, c), clusters)
+    found, errors = parallel.fan_out(lambda c: resources.get(hub, kind, c), clusters)
     missing = [c for c in clusters if c not in errors and found.get(c) is None]
     deleting = [c for c in clusters if (found.get(c) or {}).get("metadata", {}).get("deletionTimestamp")]
     problems = dict((c, "cluster '%s': %s" % (c, errors[c])) for c in errors)
@@ -133,7 +63,7 @@ def member_clusters(hub, engine, name=None, label_selectors=None):
     Kubernetes label selector expressions, all of which must match.
     """
     if name is not None:
-        validate_cluster_name(engine, name)
+        cluster_names.validate_cluster_name(engine, name)
     selector = ",".join(label_selectors or []) or None
     objs = resources.list_objects(hub, member_kind(engine), label_selector=selector,
                                   field_selector="metadata.name=%s" % name if name else None)

@@ -26,7 +26,7 @@ import datetime
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import csr as csrs
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -297,7 +297,7 @@ def accept(hub, engine, clusters, requesters=None, deny_invalid=False, wait=reso
     ``warnings`` name the approved CSRs of these clusters that break the rules (approved by someone else before).
     """
     engine = engines.get(engine)
-    clusters = hub_members.cluster_names(engine, clusters)
+    clusters = cluster_names.cluster_names(engine, clusters)
     earlier = {} if expect_new_csr else None
     if wait.enabled:
         plans = _wait(hub, engine, clusters, requesters, wait.timeout, earlier, wait.interval)

@@ -31,7 +31,7 @@ import time
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, kubeconfig, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
@@ -362,10 +362,10 @@ def check_identity(member, hub, reg):
     under a second name (docs/architecture.md 3.2); a Karmada Push member is not turned into a Pull one unless
     ``allow_mode_change``. Returns the member's cluster id. Without hub credentials there is nothing to compare with
     (a bootstrap token may not list the hub's clusters)."""
-    cluster_id = hub_members.cluster_id(member)
+    cluster_id = cluster_identity.cluster_id(member)
     if hub is None:
         return cluster_id
-    existing = hub_members.registered_member(reg.engine, resources.list_objects(hub, reg.engine.member_kind),
+    existing = cluster_identity.registered_member(reg.engine, resources.list_objects(hub, reg.engine.member_kind),
                                        reg.cluster_name, cluster_id, reg.api_endpoint or member.server)
     reg.engine.check_pull_registration(existing, reg.cluster_name, reg.allow_mode_change)
     return cluster_id

@@ -2,7 +2,7 @@ import functools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, hub_members, parallel
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
@@ -68,7 +68,7 @@ def test_cluster_names_are_checked_before_any_request(fake_cluster, engine, name
     with pytest.raises(FleetError) as caught:
         hub_members.member_clusters(fake_cluster, engine, name=name)
     assert fragment in caught.value.msg and fake_cluster.calls == []
-    hub_members.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
+    cluster_names.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
 
 
 def test_fan_out_collects_errors():
@@ -76,7 +76,7 @@ def test_fan_out_collects_errors():
         if cluster == "bad":
             raise FleetError("broken " + cluster)
         return cluster.upper()
-    assert hub_members.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
+    assert parallel.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
 
 
 class TestReadMembers:
