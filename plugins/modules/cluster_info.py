@@ -262,7 +262,7 @@ def run(module):
     member = module.cluster(params["member"], params["name"]) if params["member"] else None
     if params["wait"]:
         clusters = hub_members.wait_for_clusters(hub, params["engine"], params["name"], params["label_selectors"],
-                                           params["wait_condition"], params["wait_timeout"], params["wait_sleep"], member)
+                                                 params["wait_condition"], params["wait_timeout"], params["wait_sleep"], member)
     else:
         clusters = hub_members.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
         if member is not None:

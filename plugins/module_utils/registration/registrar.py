@@ -366,7 +366,7 @@ def check_identity(member, hub, reg):
     if hub is None:
         return cluster_id
     existing = cluster_identity.registered_member(reg.engine, resources.list_objects(hub, reg.engine.member_kind),
-                                       reg.cluster_name, cluster_id, reg.api_endpoint or member.server)
+                                                  reg.cluster_name, cluster_id, reg.api_endpoint or member.server)
     reg.engine.check_pull_registration(existing, reg.cluster_name, reg.allow_mode_change)
     return cluster_id
 
