@@ -4,6 +4,7 @@ builds them (``registration_of``, ``reg``), the hub kubeconfig Secret an OCM age
 the tokens, hub URL and cluster name they default to."""
 
 import base64
+import copy
 import contextlib
 
 import yaml
@@ -106,3 +107,18 @@ def joined(member, ca, cluster_name=CLUSTER, server=HUB_URL):
     data = {"kubeconfig": kubeconfig, "tls.crt": cert, "tls.key": key, "cluster-name": cluster_name, "agent-name": "abcde"}
     member.add(SECRET, {"metadata": {"name": ocm.HUB_KUBECONFIG_SECRET, "namespace": ocm.AGENT_NAMESPACE},
                         "data": dict((k, pki.b64(v)) for k, v in data.items())})
+
+
+def held_after_delete(cluster, kind, name, namespace=None, finalizer="example.com/cleanup"):
+    """After its DELETE the object stays, terminating, as it does while a controller has not removed its finalizer."""
+    path = kind.path(namespace, name)
+    held = copy.deepcopy(cluster.objects[path])
+    held["metadata"].update(finalizers=[finalizer], deletionTimestamp="2026-11-26T12:00:00Z")
+    answer = cluster.request
+
+    def request(method, request_path, *args, **kwargs):
+        result = answer(method, request_path, *args, **kwargs)
+        if method == "DELETE" and request_path == path:
+            cluster.objects[path] = held
+        return result
+    cluster.request = request

@@ -126,17 +126,6 @@ def test_a_record_of_another_cluster_id_does_not_count():
                        "the Cluster says new-id: not the cluster this collection registered")
 
 
-def test_the_record_is_read_only_where_its_name_and_data_agree(fake_cluster):
-    hub = fake_cluster
-    hub.add(CONFIG_MAP, hub_record.desired("karmada", "member1", "id-1", "karmada-cluster"))
-    other = hub_record.desired("karmada", "member2", "id-2")
-    other["data"]["cluster-name"] = "member3"  # a record must name the cluster its name names
-    hub.add(CONFIG_MAP, other)
-    hub.add(CONFIG_MAP, hub_record.desired("ocm", "member4", "id-4"))
-    assert hub_record.read_all(hub, "karmada") == {
-        "member1": {"engine": "karmada", "cluster-name": "member1", "cluster-id": "id-1", "cluster-namespace": "karmada-cluster"}}
-
-
 # --- the run, on the in-memory hub -----------------------------------------------------------------------------------
 
 PARAMS = dict(listed=["member1"], unreachable_after=None, force=False, unmarked=False, wait_timeout=5, wait_sleep=1)

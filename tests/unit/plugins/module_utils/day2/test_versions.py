@@ -119,7 +119,7 @@ def test_karmada_agent_objects_with_cert_rotation_and_fingerprint():
 
 def test_cert_rotation_settings_are_checked():
     assert registrar.cert_rotation({"cert_rotation_checking_interval": "1h30m",
-                                       "cert_rotation_remaining_time_threshold": 0.5}) == ("1h30m", 0.5)
+                                    "cert_rotation_remaining_time_threshold": 0.5}) == ("1h30m", 0.5)
     assert registrar.cert_rotation({}) == ("5m", 0.2)
     with pytest.raises(FleetError, match="Go duration"):
         registrar.cert_rotation({"cert_rotation_checking_interval": "5 minutes"})

@@ -2,12 +2,12 @@ import functools
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, hub_members, parallel
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
-from cluster_objects import KARMADA_CLUSTER, OCM_CLUSTER
+from .cluster_objects import KARMADA_CLUSTER, OCM_CLUSTER
 
 
 def test_karmada_summary():
@@ -69,14 +69,6 @@ def test_cluster_names_are_checked_before_any_request(fake_cluster, engine, name
         hub_members.member_clusters(fake_cluster, engine, name=name)
     assert fragment in caught.value.msg and fake_cluster.calls == []
     cluster_names.validate_cluster_name(engine, "a" * (48 if engine == "karmada" else 63))
-
-
-def test_fan_out_collects_errors():
-    def task(cluster):
-        if cluster == "bad":
-            raise FleetError("broken " + cluster)
-        return cluster.upper()
-    assert parallel.fan_out(task, ["a", "bad", "c"]) == ({"a": "A", "c": "C"}, {"bad": "broken bad"})
 
 
 class TestReadMembers:

@@ -6,7 +6,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.engine 
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
 
-from cluster_objects import KARMADA_CLUSTER, OCM_CLUSTER
+from .cluster_objects import KARMADA_CLUSTER, OCM_CLUSTER
 
 
 def karmada(name, mode="Push", ready=True, **spec):

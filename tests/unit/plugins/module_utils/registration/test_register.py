@@ -7,7 +7,6 @@ signs the agent CSRs the way the hub's kube-apiserver-client signer does.
 import base64
 import copy
 import datetime
-import functools
 import json
 
 import pytest
@@ -23,12 +22,11 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.registratio
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
-from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
-from accept_fakes import Hub, managed_cluster, ocm_csr
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE, SECRET
 from conftest import FakeCluster
 from fake_ca import FakeCA
 from register_fakes import (AGENT_SECRET_PATH, CLUSTER, HUB_URL, OTHER_TOKEN, SA_TOKEN, TOKEN, BootstrapHub, FakeDiscovery, connector,
-                            joined, reg, registration_of, secret_text)
+                            held_after_delete, joined, reg, registration_of, secret_text)
 
 UTC = datetime.timezone.utc
 
@@ -509,117 +507,6 @@ def test_discovery_waits_for_the_signer_then_gives_up(ca):
         registrar.discover(reg(), FakeDiscovery(ca, errors=[FleetError("does not verify")]), sleep=naps.append)
 
 
-# --- Karmada absent ---------------------------------------------------------------------------------------
-
-
-def registered(ca, pin, sync_mode="Pull"):
-    member, hub = FakeCluster("member"), FakeCluster("hub")
-    register_karmada(member, hub, BootstrapHub(ca), reg(ca_cert_hashes=[pin]), FakeDiscovery(ca))
-    hub.add(karmada.CLUSTER, {"metadata": {"name": CLUSTER}, "spec": {"syncMode": sync_mode}})
-    for name in ("w1", "w2"):
-        hub.add(karmada.WORK, {"metadata": {"name": name, "namespace": "karmada-es-member1"}})
-    hub.add(karmada.WORK, {"metadata": {"name": "w3", "namespace": "karmada-es-other"}})
-    for kind, name, namespace in karmada.agent_member_objects()[:-1]:
-        member.add(kind, {"metadata": {"name": name, "namespace": namespace} if namespace else {"name": name}})
-    member.calls.clear()  # what the registration did is not what the tests look at
-    hub.calls.clear()
-    return member, hub
-
-
-def deletes(cluster):
-    return [path for method, path, dummy in cluster.calls if method == "DELETE"]
-
-
-def test_karmada_absent_removes_hub_then_member_in_order(ca, pin):
-    member, hub = registered(ca, pin)
-    result = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
-    assert result["changed"] and result["warnings"] == []
-    assert deletes(hub) == [
-        karmada.WORK.path("karmada-es-member1", "w1"), karmada.WORK.path("karmada-es-member1", "w2"),
-        karmada.CLUSTER.path(None, CLUSTER),
-        resources.ROLE_BINDING.path("karmada-es-member1", "system:karmada:member1:agent-work"),
-        resources.ROLE.path("karmada-es-member1", "system:karmada:member1:agent-work"),
-        resources.ROLE_BINDING.path("karmada-cluster", "system:karmada:member1:agent-secret"),
-        resources.ROLE.path("karmada-cluster", "system:karmada:member1:agent-secret"),
-        resources.CLUSTER_ROLE_BINDING.path(None, "system:karmada:member1:agent"),
-        resources.CLUSTER_ROLE.path(None, "system:karmada:member1:agent"),
-        NAMESPACE.path(None, "karmada-es-member1"),
-    ]
-    assert NAMESPACE.path(None, "karmada-cluster") in hub.objects  # shared with other clusters
-    assert karmada.WORK.path("karmada-es-other", "w3") in hub.objects
-    assert deletes(member) == [
-        resources.DEPLOYMENT.path("karmada-system", "karmada-agent"), resources.CLUSTER_ROLE_BINDING.path(None, "karmada-agent"),
-        resources.CLUSTER_ROLE.path(None, "karmada-agent"), resources.SERVICE_ACCOUNT.path("karmada-system", "karmada-agent-sa"),
-        AGENT_SECRET_PATH, NAMESPACE.path(None, "karmada-system"),
-    ]
-    again = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
-    assert again["changed"] is False and all(c.endswith(": absent") for c in again["changes"])
-
-
-@pytest.fixture
-def fast_waits(monkeypatch):
-    """Waits without real sleeping: a fake clock that the sleep advances."""
-    now = [0.0]
-
-    def sleep(seconds):
-        now[0] += max(seconds, 0.01)
-    monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, clock=lambda: now[0], sleep=sleep))
-
-
-def held_after_delete(cluster, kind, name, namespace=None, finalizer="example.com/cleanup"):
-    """After its DELETE the object stays, terminating, as it does while a controller has not removed its finalizer."""
-    path = kind.path(namespace, name)
-    held = copy.deepcopy(cluster.objects[path])
-    held["metadata"].update(finalizers=[finalizer], deletionTimestamp="2026-11-26T12:00:00Z")
-    answer = cluster.request
-
-    def request(method, request_path, *args, **kwargs):
-        result = answer(method, request_path, *args, **kwargs)
-        if method == "DELETE" and request_path == path:
-            cluster.objects[path] = held
-        return result
-    cluster.request = request
-
-
-def test_karmada_absent_that_times_out_says_what_it_deleted(ca, pin, fast_waits):
-    member, hub = registered(ca, pin)
-    held_after_delete(hub, karmada.CLUSTER, CLUSTER, finalizer=karmada.CLUSTER_FINALIZER)
-    with pytest.raises(WaitTimeout) as caught:
-        KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent", wait_timeout=5)).absent()
-    deleted = ["hub Work/karmada-es-member1/w1: deleted", "hub Work/karmada-es-member1/w2: deleted",
-               "hub Cluster/member1: deleted"]
-    assert caught.value.details["changed"] is True and caught.value.details["changes"] == deleted
-    assert caught.value.details["last_seen"] == "finalizers: %s" % karmada.CLUSTER_FINALIZER
-    assert caught.value.msg.startswith("timed out after 5s waiting for Cluster/member1 to be deleted on cluster 'hub'")
-    assert caught.value.msg.endswith("; deleted before the failure: " + ", ".join(deleted))
-    assert AGENT_SECRET_PATH in member.objects  # the member side goes only once the hub has let the cluster go
-
-
-def test_karmada_absent_check_mode_and_member_only(ca, pin):
-    member, hub = registered(ca, pin)
-    checked = KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent"), check_mode=True).absent()
-    assert checked["changed"] and deletes(hub) == [] and deletes(member) == []
-    result = KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
-    assert "the hub still lists cluster member1" in result["warnings"][0]
-    assert deletes(hub) == [] and AGENT_SECRET_PATH not in member.objects
-
-
-def test_karmada_absent_keeps_an_unlabelled_karmada_system(ca, pin):
-    member, hub = registered(ca, pin)
-    member.objects[NAMESPACE.path(None, "karmada-system")]["metadata"]["labels"] = {}
-    KarmadaRegistration(member, None, registration_of("karmada", CLUSTER, state="absent")).absent()
-    assert NAMESPACE.path(None, "karmada-system") in member.objects
-
-
-def test_karmada_absent_refuses_push_clusters_and_other_agents(ca, pin):
-    member, hub = registered(ca, pin, sync_mode="Push")
-    with pytest.raises(FleetError, match="registered on the hub in Push mode: remove it with multicluster.fleet.cluster_join"):
-        KarmadaRegistration(member, hub, registration_of("karmada", CLUSTER, state="absent")).absent()
-    with pytest.raises(FleetError, match="belongs to system:karmada:agent:member1, not to cluster other: refusing to unregister"):
-        KarmadaRegistration(member, hub, registration_of("karmada", "other", state="absent")).absent()
-    assert deletes(hub) == [] and deletes(member) == []
-
-
 # --- OCM ---------------------------------------------------------------------------------------------------
 
 
@@ -896,50 +783,7 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
         registrar.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
 
 
-# --- OCM acceptance with the join (accept) ----------------------------------------------------------------------
-
-
-def joined_result():
-    return {"changed": True, "changes": ["member Secret/open-cluster-management-agent/bootstrap-hub-kubeconfig: created"],
-            "diff": [], "warnings": [], "engine": "ocm", "cluster_name": "east", "cluster_id": "uid-of-east"}
-
-
-def test_ocm_accept_approves_the_csr_and_accepts_the_cluster(fake_cluster):
-    hub = Hub(fake_cluster)
-    managed_cluster(hub)
-    hub.add(CSR, ocm_csr("east-abcde"))
-    result = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True)).accept(joined_result())
-    assert result["accepted"]["accepted"] is True and result["accepted"]["approved"] == ["east-abcde"]
-    assert result["changes"][1:] == ["hub CertificateSigningRequest/east-abcde: approved",
-                                     "hub ManagedCluster/east: accepted (hubAcceptsClient)",
-                                     "hub ManagedCluster/east: updated",
-                                     "hub ConfigMap/kube-system/multicluster-fleet.ocm.east: created"]
-    assert [d["before_header"] for d in result["diff"]] == ["hub CertificateSigningRequest/east-abcde", "hub ManagedCluster/east",
-                                                            "hub ManagedCluster/east",
-                                                            "hub ConfigMap/kube-system/multicluster-fleet.ocm.east"]
-    accepted = hub.get(MANAGED_CLUSTER, "east")
-    assert accepted["spec"]["hubAcceptsClient"] is True
-    # the cluster id later registrations of the name are checked against (OCM records none of its own)
-    assert accepted["metadata"]["annotations"] == {"multicluster.fleet/cluster-id": "uid-of-east"}
-    again = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True)).accept(dict(joined_result(), changed=False, changes=[]))
-    assert again["changed"] is False and again["accepted"]["accepted"] is True
-
-
-def test_ocm_accept_in_check_mode_before_the_klusterlet_registered_says_so(fake_cluster):
-    hub = Hub(fake_cluster)
-    result = OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True), check_mode=True).accept(joined_result())
-    assert result["accepted"] is None and hub.writes() == []
-    assert "the acceptance of east is not previewed: not registered with the hub yet" in result["warnings"][0]
-
-
-def test_ocm_accept_wait_timeout_is_retriable_and_names_what_was_written(fake_cluster):
-    hub = Hub(fake_cluster)
-    with pytest.raises(WaitTimeout) as exc_info:
-        OcmRegistration(None, hub, reg("ocm", cluster_name="east", accept=True, wait=True, wait_timeout=0)).accept(joined_result())
-    details = exc_info.value.details
-    assert details["last_seen"] == "the klusterlet of east has not requested its certificate yet"
-    assert details["changed"] is True and details["changes"] == joined_result()["changes"]
-    assert "waiting" not in details and "timed out after 0s waiting for the agent CSRs of east" in exc_info.value.msg
+# --- OCM acceptance needs the hub -------------------------------------------------------------------------------
 
 
 def test_ocm_accept_needs_the_hub():
