@@ -290,7 +290,7 @@ def shown_annotations(obj, hidden=HIDDEN_ANNOTATIONS):
 
 
 def observed(engine, obj):
-    """The summary keys of a member object beside :func:`fleet.summarize`'s: its annotations (without bookkeeping),
+    """The summary keys of a member object beside :func:`hub_members.summarize`'s: its annotations (without bookkeeping),
     taints, whether it is cordoned and its cluster set (OCM's exclusive cluster set label; None for Karmada)."""
     engine = engines.get(engine)
     metadata = obj.get("metadata") or {}

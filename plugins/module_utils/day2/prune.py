@@ -173,7 +173,7 @@ def _deleter(params, check_mode, report, gone):
 
 class Removal:
     """The removal of one member cluster from the hub: the task's options (``params``), check mode, whether the hub
-    already judges the cluster gone (``gone``), the :class:`register_report.Report` of what was deleted, and
+    already judges the cluster gone (``gone``), the :class:`report.Report` of what was deleted, and
     ``delete(cluster, kind, name, namespace=None, wait=False)``, which records each deletion there (:func:`_deleter`)."""
 
     def __init__(self, params, check_mode, gone):

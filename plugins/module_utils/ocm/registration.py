@@ -83,7 +83,7 @@ class OcmRegistration(Registrar):
 
     def _stored_credentials(self):
         """``(expiration or None, problem or None, hub change or None)`` of the registration agent's hub kubeconfig Secret;
-        the change (:func:`registration.hub_change`) is what differs between the hub it reaches and the one asked for."""
+        the change (:func:`registrar.hub_change`) is what differs between the hub it reaches and the one asked for."""
         reg = self.reg
         self.removed_from_hub = None
         namespace = reg.placement.agent_namespace

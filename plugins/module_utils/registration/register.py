@@ -4,11 +4,11 @@
 """Pull registration of a member with a hub, from the member's side (docs/architecture.md 4.2, 4.4, 4.6): what module
 ``cluster_register`` runs.
 
-:func:`run` takes a :class:`registration.Registration` and runs the flow of its engine and state: Karmada
+:func:`run` takes a :class:`registrar.Registration` and runs the flow of its engine and state: Karmada
 (``karmadactl register`` / ``unregister``, :class:`karmada.registration.KarmadaRegistration`) or OCM (``clusteradm
 join`` / ``accept`` / ``unjoin``, :class:`ocm.registration.OcmRegistration`): the engine's
-:meth:`engine.Engine.registration`. What the flows share is in ``registration.py``,
-the result they build in ``register_report.py``.
+:meth:`engine.Engine.registration`. What the flows share is in ``registrar.py``,
+the result they build in ``report.py``.
 """
 
 from __future__ import absolute_import, division, print_function

@@ -5,7 +5,7 @@
 
 :class:`Registration` is one validated registration request, built from the parameters of module
 ``cluster_register``; :class:`Registrar` is one run of it, the state its steps share (the clusters, the
-request, check mode and the :class:`register_report.Report` of what it wrote), as kubernetes.core's
+request, check mode and the :class:`report.Report` of what it wrote), as kubernetes.core's
 ``K8sService`` holds the client and the module. Here too: the token discovery of the hub and the connection
 authenticated by the bootstrap token, the checks of credentials a member already holds, the identity rule and
 the in-flight CSR of a registration (the Lease that lets one registration of a member cluster run at a time,
