@@ -79,7 +79,7 @@ EXAMPLES = r"""
 
 - name: Show which clusters are not ready
   ansible.builtin.debug:
-    msg: "{{ hub_members.clusters | rejectattr('ready') | map(attribute='name') | list }}"
+    msg: "{{ fleet.clusters | rejectattr('ready') | map(attribute='name') | list }}"
 
 - name: Read one OCM managed cluster with credentials from the environment (K8S_AUTH_*)
   multicluster.fleet.cluster_info:
@@ -196,7 +196,7 @@ clusters:
         - The object's annotations, without the bookkeeping of this collection (the keys M(multicluster.fleet.cluster_label)
           manages) and of C(kubectl apply).
       type: dict
-      sample: {hub_members.example.com/owner: platform-team}
+      sample: {fleet.example.com/owner: platform-team}
     taints:
       description: The object's C(spec.taints), each with C(key), C(value), C(effect) and C(timeAdded).
       type: list

@@ -122,9 +122,9 @@ EXAMPLES = r"""
     clusters: [member1, member2]
     labels:
       env: prod
-      hub_members.example.com/tier: gold
+      fleet.example.com/tier: gold
     annotations:
-      hub_members.example.com/owner: platform-team
+      fleet.example.com/owner: platform-team
 
 - name: Make the labels this owner (cluster_label, the default) set on an OCM cluster exactly these
   multicluster.fleet.cluster_label:
@@ -139,7 +139,7 @@ EXAMPLES = r"""
     engine: karmada
     clusters: "{{ gpu_clusters }}"
     labels:
-      hub_members.example.com/gpu: "true"
+      fleet.example.com/gpu: "true"
     owner: gpu-inventory
     purge: true
 
@@ -168,7 +168,7 @@ clusters:
     annotations:
       description: The object's annotations afterwards, without this collection's bookkeeping annotations.
       type: dict
-      sample: {hub_members.example.com/owner: platform-team}
+      sample: {fleet.example.com/owner: platform-team}
     managed_labels:
       description: The label keys this task's O(owner) set on the object (alone or with other owners), which O(purge) may remove.
       type: list
@@ -178,7 +178,7 @@ clusters:
       description: The annotation keys this task's O(owner) set on the object.
       type: list
       elements: str
-      sample: [hub_members.example.com/owner]
+      sample: [fleet.example.com/owner]
     owners:
       description:
         - Every recorded key and its owners, of labels and of annotations; an empty list for a key an earlier version
