@@ -1,9 +1,9 @@
 """Unit tests for register.py against a second runner and runs stopped half-way.
 
-The Lease that lets one registration of a member run at a time (``RegistrationLock``: taken, waited
-for, taken over when expired, renewed, lost, released), the CSR in flight that the next run resumes
-instead of posting a second CSR, refusals that leave nothing behind, and ``force`` on an unreachable
-member. Time is a fake clock advanced by the fake ``sleep``; the clusters are the in-memory fakes.
+Two runs registering one member (one waits for the other's Lease, ``RegistrationLock``; the Lease itself is tested in
+test_lease_lock.py), the CSR in flight that the next run resumes instead of posting a second CSR, refusals that leave
+nothing behind, and ``force`` on an unreachable member. Time is a fake clock advanced by the fake ``sleep``; the
+clusters are the in-memory fakes.
 """
 
 import base64
