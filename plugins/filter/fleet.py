@@ -21,8 +21,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import versions
-from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 REASON_WIDTH = 60

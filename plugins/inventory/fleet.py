@@ -209,8 +209,9 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import wrap_var
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, inventory as fleet_inventory
-from ansible_collections.multicluster.fleet.plugins.module_utils.auth_options import AUTH_OPTIONS
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import inventory as fleet_inventory
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.auth_options import AUTH_OPTIONS
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
 display = Display()

@@ -42,7 +42,7 @@ class Engine:
     pull_only = False  # a member registers only by pull: no Push mode, whatever its registration_mode
     self_registration = False  # the hub may register with itself as a member (hub_init_ocm_register_self)
     installs_control_plane = False  # role hub_init installs (and upgrade.yml upgrades) its control plane on the hub
-    # Day 2 (labels.py, taints.py): the label that names a member's cluster set (None: the engine has none), the label
+    # Day 2 (day2/labels.py, day2/taints.py): the label that names a member's cluster set (None: the engine has none), the label
     # domains its own controllers own, the taint effects it knows, the taint ({key, effect}) that cordons a member -
     # new placements leave it out - and the keys of the taints its own controllers set and remove.
     cluster_set_label = None
@@ -62,7 +62,7 @@ class Engine:
         raise NotImplementedError
 
     def summarize(self, obj):
-        """The engine-neutral summary of a member object (see :func:`fleet.summarize`)."""
+        """The engine-neutral summary of a member object (see :func:`hub_members.summarize`)."""
         raise NotImplementedError
 
     def recorded_cluster_id(self, obj):
@@ -186,7 +186,7 @@ class Engine:
 
     @property
     def registration(self):
-        """The class of its pull registration flow, a :class:`registration.Registrar` (module cluster_register)."""
+        """The class of its pull registration flow, a :class:`registrar.Registrar` (module cluster_register)."""
         raise NotImplementedError
 
     @property

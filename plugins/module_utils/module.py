@@ -18,9 +18,9 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONDITION_STATUSES, WAIT_SLEEP
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONDITION_STATUSES, WAIT_SLEEP
 
 # option -> (type, aliases, no_log); auth_options.ENVIRONMENT names their K8S_AUTH_* variables.
 _AUTH = (

@@ -22,8 +22,10 @@ import json
 import os
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import Conflict
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_names, parallel
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 try:
@@ -310,7 +312,7 @@ def check_clusters(hub, engine, clusters):
             return "has its namespace %s on the hub being deleted (is the cluster being removed?)" % namespace
         return None
 
-    found, errors = fleet.fan_out(problem, clusters)
+    found, errors = parallel.fan_out(problem, clusters)
     problems = ["cluster '%s' %s" % (c, found[c]) for c in clusters if found.get(c)]
     problems += ["cluster '%s': %s" % (c, errors[c]) for c in clusters if c in errors]
     if problems:
@@ -428,13 +430,13 @@ def deliver(hub, engine, name, clusters, manifests, options, check_mode=False, w
     engine = engines.get(engine)
     works = engine.works
     _check_name(name)
-    clusters = fleet.cluster_names(engine, clusters)
+    clusters = cluster_names.cluster_names(engine, clusters)
     wanted = parse_wait_condition(wait.condition)
     works.check_condition(wanted)
     manifests = validate_manifests(manifests)
     desired = dict((c, desired_work(works, name, c, manifests, options)) for c in clusters)
     check_clusters(hub, engine, clusters)
-    outcomes, errors = fleet.fan_out(lambda c: ensure_work(hub, works.kind, desired[c], check_mode), clusters)
+    outcomes, errors = parallel.fan_out(lambda c: ensure_work(hub, works.kind, desired[c], check_mode), clusters)
     if errors:
         raise _failure(works, "writing %s %s" % (works.kind.kind, name), outcomes, errors, check_mode)
     written = dict((c, o.after) for c, o in outcomes.items())
@@ -456,7 +458,7 @@ def remove(hub, engine, name, clusters, check_mode=False, wait=resources.NO_WAIT
     engine = engines.get(engine)
     works = engine.works
     _check_name(name)
-    clusters = fleet.cluster_names(engine, clusters)
+    clusters = cluster_names.cluster_names(engine, clusters)
     kind = works.kind
 
     def delete(cluster):
@@ -466,7 +468,7 @@ def remove(hub, engine, name, clusters, check_mode=False, wait=resources.NO_WAIT
             return resources.Outcome(kind, name, namespace, "unchanged", existing, existing)
         return resources.delete(hub, kind, name, namespace, check_mode=check_mode)
 
-    outcomes, errors = fleet.fan_out(delete, clusters)
+    outcomes, errors = parallel.fan_out(delete, clusters)
     if errors:
         raise _failure(works, "deleting %s %s" % (kind.kind, name), outcomes, errors, check_mode)
     changed = any(o.changed for o in outcomes.values())

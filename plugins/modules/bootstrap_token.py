@@ -253,7 +253,8 @@ objects:
   sample: ["Secret/kube-system/bootstrap-token-abcdef: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, engines, hub, karmada, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub, tokens
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 

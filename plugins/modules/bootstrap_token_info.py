@@ -96,7 +96,7 @@ tokens:
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
-from ansible_collections.multicluster.fleet.plugins.module_utils.tokens import list_tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.tokens import list_tokens
 
 
 def run(module):

@@ -130,7 +130,8 @@ hub_server:
   sample: https://10.0.0.1:6443
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule, cluster_argument_spec
 

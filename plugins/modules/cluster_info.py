@@ -248,7 +248,9 @@ clusters:
           type: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
     WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, cluster_argument_spec)
 
@@ -259,12 +261,12 @@ def run(module):
     hub = module.cluster()
     member = module.cluster(params["member"], params["name"]) if params["member"] else None
     if params["wait"]:
-        clusters = fleet.wait_for_clusters(hub, params["engine"], params["name"], params["label_selectors"],
-                                           params["wait_condition"], params["wait_timeout"], params["wait_sleep"], member)
+        clusters = hub_members.wait_for_clusters(hub, params["engine"], params["name"], params["label_selectors"],
+                                                 params["wait_condition"], params["wait_timeout"], params["wait_sleep"], member)
     else:
-        clusters = fleet.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
+        clusters = hub_members.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
         if member is not None:
-            fleet.add_agents(clusters, params["engine"], member)
+            hub_members.add_agents(clusters, params["engine"], member)
     return dict(changed=False, clusters=clusters)
 
 

@@ -208,7 +208,9 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_label, engines, fleet, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import cluster_label, labels
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
 
@@ -228,7 +230,7 @@ def module_spec():
         annotations=dict(type="dict"),
         purge=dict(type="bool", default=False),
         owner=dict(type="str", default=labels.DEFAULT_OWNER),
-        unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
+        unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
     ))
 
 

@@ -200,7 +200,7 @@ clusters_failed:
   elements: str
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import prune
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import prune
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 

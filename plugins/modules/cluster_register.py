@@ -724,13 +724,14 @@ agent_namespace:
   sample: open-cluster-management-agent
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm, register, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import register, registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule, cluster_argument_spec
 
 
 def run(module):
     params = module.params
-    reg = registration.Registration(params)
+    reg = registrar.Registration(params)
     hub = module.cluster(params["hub"], role="hub") if params["hub"] else None
     hosting = module.cluster(params["hosting"], role="hosting") if params["hosting"] else None
     member = module.cluster(name=params["cluster_name"])
@@ -742,7 +743,7 @@ def module_spec():
     return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(engines.NAMES)),
         cluster_name=dict(type="str", required=True),
-        state=dict(type="str", default="present", choices=list(registration.STATES)),
+        state=dict(type="str", default="present", choices=list(registrar.STATES)),
         hub_apiserver=dict(type="str"),
         token=dict(type="str", no_log=True),
         ca_cert_hashes=dict(type="list", elements="str", default=[]),
@@ -751,7 +752,7 @@ def module_spec():
         discovery_timeout=dict(type="int", default=30),
         csr_wait_timeout=dict(type="int", default=300),
         cert_expiration_seconds=dict(type="int", default=31536000),
-        renew_before=dict(type="int", default=registration.DEFAULT_RENEW_BEFORE_DAYS),
+        renew_before=dict(type="int", default=registrar.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
         accept=dict(type="bool", default=False),
         allow_mode_change=dict(type="bool", default=False),

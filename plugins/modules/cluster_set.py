@@ -244,7 +244,8 @@ objects:
   sample: ["ManagedClusterSet/prod: created", "ManagedCluster/cluster1: updated", "ManagedClusterSetBinding/apps/prod: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import cluster_set, fleet
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import cluster_set
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
@@ -272,7 +273,7 @@ def module_spec():
             move=dict(type="bool", default=False),
             bind_namespaces=dict(type="list", elements="str"),
             unbind_namespaces=dict(type="list", elements="str"),
-            unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
+            unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
             force=dict(type="bool", default=False),
         ),
     )

@@ -211,7 +211,9 @@ diff:
   elements: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import engines, fleet, taints
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import taints
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
@@ -241,7 +243,7 @@ def module_spec():
             ocm=dict(type="dict", options=dict(
                 cordon_effect=dict(type="str", choices=["NoSelect", "NoSelectIfNew"]),
             )),
-            unregistered=dict(type="str", choices=list(fleet.UNREGISTERED), default="fail"),
+            unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
         ),
         required_one_of=[("taints", "cordon")],
     )

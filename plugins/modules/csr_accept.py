@@ -200,8 +200,8 @@ clusters:
       sample: []
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.accept import accept
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.accept import accept
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 

@@ -257,7 +257,8 @@ result:
           type: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import objects, resources, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import work
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import objects, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule
 
 

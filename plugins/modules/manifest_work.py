@@ -373,7 +373,8 @@ diff:
   elements: dict
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources, work
+from ansible_collections.multicluster.fleet.plugins.module_utils import work
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import works as ocm_works
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule

@@ -271,7 +271,7 @@ objects:
   sample: ["ManagedClusterSetBinding/default/fleet: created", "Placement/default/dev-clusters: created"]
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import placement
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import WAIT_ARG_SPEC, FleetModule
 

@@ -47,7 +47,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 
 try:  # ansible-core's module serialization API (2.19 and later)
     from ansible.module_utils.common.json import Direction, get_module_decoder, get_module_encoder

@@ -28,7 +28,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import benchlab
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, karmada, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec

@@ -53,7 +53,7 @@ import simulate
 from lab import Lab, count_requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-USER_AGENT = "multicluster.fleet"  # the User-Agent of the collection's client (plugins/module_utils/client.py)
+USER_AGENT = "multicluster.fleet"  # the User-Agent of the collection's client (plugins/module_utils/kube/client.py)
 PLAYBOOKS = os.path.join(benchlab.ROOT, "playbooks")
 # Actions Ansible carries out in the controller process without starting a module.
 CONTROLLER_ACTIONS = frozenset(

@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import benchlab
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
 from lab import ApiError
 from runner import run_module

@@ -13,8 +13,9 @@ import threading
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, resources, tokens
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, SECRET
 from runner import run_module
 from sim_base import AgentClient
 

@@ -7,7 +7,8 @@ set ``<prefix>-fleet`` holding them (exclusive clusterset label) and a namespace
 The simulated placement controller and add-on manager (tests/lab/sim_addon.py) run while the fleet is up.
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from runner import run_module
 from sim_addon import AddOnManager, PlacementController
 

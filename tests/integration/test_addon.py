@@ -11,7 +11,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ocm_fleet import OcmFleet, fails, ok
 from runner import ROOT, run_playbook
 from sim_addon import AddOnManager

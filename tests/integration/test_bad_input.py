@@ -12,7 +12,7 @@ import socket
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from runner import ROOT, recap_of, run_module, run_playbook
 
 import lab as fleet_lab  # tests/lab, on sys.path through conftest.py

@@ -13,8 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 import lab as fleet_lab
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, resources, tokens
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from runner import run_module, run_playbook
 

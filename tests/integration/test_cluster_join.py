@@ -12,10 +12,11 @@ import socket
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, NAMESPACE, SECRET, SERVICE_ACCOUNT,
 )
 from runner import run_module, run_playbook

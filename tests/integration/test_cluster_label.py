@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER
 from ocm_fleet import OcmFleet

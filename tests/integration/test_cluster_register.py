@@ -17,9 +17,11 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub, karmada, ocm, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
 from agents import agent_csrs, approve_when_posted, auth, connection, delete_all, delete_token, join_credentials
 from runner import run_module
 

@@ -7,7 +7,8 @@ exclusive cluster set cls-fleet, and namespace cls-apps. The tests create sets c
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.placement import decided_clusters, decisions
 from ocm_fleet import OcmFleet, fails, ok
 

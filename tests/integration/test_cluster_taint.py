@@ -9,7 +9,8 @@ simulated placement controller (tests/lab/sim_addon.py).
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, engines, ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm.placement import decided_clusters, decisions
 from ocm_fleet import OcmFleet, fails, ok
 from runner import ROOT, recap_of, run_module, run_playbook

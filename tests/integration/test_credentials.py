@@ -19,7 +19,8 @@ import tempfile
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub as hub_setup, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub as hub_setup
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from runner import ROOT, run_module, run_playbook

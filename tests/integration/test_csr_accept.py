@@ -16,8 +16,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER

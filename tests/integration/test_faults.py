@@ -25,7 +25,9 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, csr as csrs, karmada, lease_lock, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, csr as csrs, lease_lock, registrar
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import registration as karmada_registration
 from apiproxy import ApiProxy
 from runner import COLLECTIONS, ROOT, recap_of
@@ -194,7 +196,7 @@ def member_bookkeeping(lab, member):
     """What a Karmada registration keeps on the member besides the agent kubeconfig: the Lease and the CSR in flight."""
     api = lab.api(member)
     return {"lease": api.exists("%s/%s" % (LEASES, lease_lock.REGISTRATION_LEASE)),
-            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + registration.in_flight_name(member))}
+            "in_flight": api.exists("/api/v1/namespaces/kube-system/secrets/" + registrar.in_flight_name(member))}
 
 
 def agent_kubeconfig_path():

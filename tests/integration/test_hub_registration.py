@@ -7,7 +7,8 @@ import os
 import pytest
 
 import lab as fleet_lab
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, client, hub as hub_utils, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub as hub_utils
 from runner import run_module, run_playbook
 
 KARMADA_GROUP = bootstrap.KARMADA_DEFAULT_GROUP

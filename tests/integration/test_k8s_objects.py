@@ -6,7 +6,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER
 from runner import ROOT, run_module
 

@@ -10,7 +10,7 @@ import copy
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import MANAGED_CLUSTER, MANIFEST_WORK
 from runner import run_module, run_playbook

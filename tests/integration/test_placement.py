@@ -6,7 +6,8 @@ cluster set plc-fleet, and namespace plc-apps for the placements.
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ocm_fleet import OcmFleet, fails, ok
 
 DEV = [{"label_selector": {"match_labels": {"environment": "dev"}}}]

@@ -20,8 +20,10 @@ import threading
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, hub, karmada, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
 from agents import agent_csrs, approve_when_posted, auth, delete_all, delete_token, join_credentials
 from runner import recap_of, run_module, run_playbook
 

@@ -58,7 +58,7 @@ def play(name, inventory, check=False, limit=None, **extra_vars):
 
 
 def record(engine, name):
-    """The hub record of a cluster this collection registered (plugins/module_utils/hub_record.py)."""
+    """The hub record of a cluster this collection registered (plugins/module_utils/registration/hub_record.py)."""
     return "ConfigMap/kube-system/multicluster-fleet.%s.%s" % (engine, name)
 
 

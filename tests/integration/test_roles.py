@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.ocm import CLUSTER_MANAGER, KLUSTERLET, MANAGED_CLUSTER
 from runner import run_playbook, run_while_paused, task_result
 

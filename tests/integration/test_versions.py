@@ -12,7 +12,9 @@ import os
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, pki
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from runner import ROOT, recap_of, run_module, run_playbook, summary
 
 DEPLOYMENT = "/apis/apps/v1/namespaces/karmada-system/deployments/karmada-agent"

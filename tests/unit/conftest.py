@@ -1,13 +1,15 @@
 """Shared fakes for unit tests: an in-memory API server behind the ``Cluster.request`` interface."""
 
 import copy
+import functools
 import itertools
 from urllib.parse import quote
 
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
 
 PLURALS = {k.plural for m in (resources, karmada, ocm) for k in vars(m).values() if isinstance(k, resources.Kind)}
 
@@ -110,3 +112,13 @@ def _merge(target, patch):
 @pytest.fixture
 def fake_cluster():
     return FakeCluster()
+
+
+@pytest.fixture
+def fast_waits(monkeypatch):
+    """Waits without real sleeping: a fake clock that the sleep advances."""
+    now = [0.0]
+
+    def sleep(seconds):
+        now[0] += max(seconds, 0.01)
+    monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, clock=lambda: now[0], sleep=sleep))

@@ -13,9 +13,10 @@ import re
 from urllib.parse import urlsplit
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import DNS1123_LABEL_RE, Kind, condition_is, conditions_of
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.hub_record import CLUSTER_ID_ANNOTATION
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import DNS1123_LABEL_RE, Kind, condition_is, conditions_of
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.hub_record import CLUSTER_ID_ANNOTATION
 
 CLUSTER = Kind("cluster.karmada.io/v1alpha1", "Cluster", "clusters", False)
 WORK = Kind("work.karmada.io/v1alpha1", "Work", "works", True)
@@ -172,7 +173,7 @@ def agent_objects(reg, api_endpoint, certificate_sha256=None, hub_sha256=None):
     ``karmada-agent`` and Deployment ``karmada-agent`` reading the hub kubeconfig of Secret
     ``karmada-system/karmada-kubeconfig``, with karmadactl's arguments. The agent creates the Cluster.
 
-    The agent's settings are those of the registration ``reg`` (a :class:`registration.Registration`): its
+    The agent's settings are those of the registration ``reg`` (a :class:`registrar.Registration`): its
     ``cluster_name``, ``agent_image``, ``agent_replicas``, ``provider``, ``region``, ``zones``,
     ``proxy_server_address`` and ``cert_rotation``, a ``(checking interval, remaining time threshold)`` pair that
     turns on the agent's certificate rotation as ``karmadactl register --enable-cert-rotation`` does (None: off).
@@ -259,7 +260,7 @@ def is_push(obj):
 
 
 def summarize_cluster(obj):
-    """The engine-neutral summary :func:`fleet.summarize` returns for a Karmada ``Cluster``."""
+    """The engine-neutral summary :func:`hub_members.summarize` returns for a Karmada ``Cluster``."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     zones = spec.get("zones") or ([spec["zone"]] if spec.get("zone") else [])

@@ -10,7 +10,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import agents, bootstrap, karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import agents, bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.engine import Engine, spec_of
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 

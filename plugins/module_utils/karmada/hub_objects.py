@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, hub, karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub
 
 NODE_BOOTSTRAPPER = "system:node-bootstrapper"  # built into Kubernetes: create/get/list/watch CSRs
 

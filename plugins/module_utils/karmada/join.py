@@ -36,12 +36,15 @@ __metaclass__ = type
 
 import base64
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import fleet, hub_record, karmada, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER, WORK
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import RegistrationLock
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import RegistrationLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import (
     CLUSTER_ROLE, CLUSTER_ROLE_BINDING, MERGE_PATCH, NAMESPACE, SECRET, SERVICE_ACCOUNT, Outcome,
 )
 
@@ -65,8 +68,8 @@ def validate(params):
 
 def registered_cluster(hub, name, cluster_id, member):
     """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id`` (the identity rule,
-    :func:`fleet.registered_member`) and a Pull cluster of that name."""
-    existing = fleet.registered_member("karmada", resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
+    :func:`cluster_identity.registered_member`) and a Pull cluster of that name."""
+    existing = cluster_identity.registered_member("karmada", resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
     mode = ((existing or {}).get("spec") or {}).get("syncMode")
     if existing is not None and mode != "Push":
         raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "
@@ -189,7 +192,7 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
     """
     validate(params)
     name, namespace = params["cluster_name"], params["cluster_namespace"]
-    cluster_id = fleet.cluster_id(member)
+    cluster_id = cluster_identity.cluster_id(member)
     existing = registered_cluster(hub, name, cluster_id, member)
     lock = None
     if existing is None and not check_mode:
@@ -342,7 +345,7 @@ def unjoin(hub, member, params, check_mode=False, warn=lambda message: None):
     cluster_id = spec.get("id")
     if member is not None:
         try:
-            cluster_id = fleet.cluster_id(member)
+            cluster_id = cluster_identity.cluster_id(member)
         except ClusterError as exc:
             raise FleetError("%s; to unjoin without cleaning up the member, leave out the member option" % exc.msg,
                              **exc.details)

@@ -24,16 +24,19 @@ __metaclass__ = type
 import base64
 import secrets
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, fleet, hub_record, karmada, objects, pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils import csr as csrs
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError, Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import objects, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub_record
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import csr as csrs
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, LOCK_NAMESPACE, REGISTRATION_LEASE, RegistrationLock
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import failed_after, merge_written
-from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE, LOCK_NAMESPACE, REGISTRATION_LEASE, RegistrationLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.report import failed_after, merge_written
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.registrar import (
     Registrar, certificate_expiration, certificate_problem, check_identity, credentials_problem, hub_change, hub_server,
     hub_trust, in_flight_name, proxy_problem, renewal_warning, secret_value, utc_now)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
 
 # Seconds of 401 or 403 answers in a row while waiting for a CSR before the token counts as gone or unauthorized: an
 # API server that has just started refuses bootstrap tokens until it has read their Secrets (401), and forbids their
@@ -523,7 +526,7 @@ class KarmadaRegistration(Registrar):
                                              timeout=reg.wait_timeout, interval=reg.wait_sleep):
                     report.add(member, outcome)
             if waits and hub:
-                fleet.wait_for_clusters(hub, reg.engine, reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+                hub_members.wait_for_clusters(hub, reg.engine, reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
             if reg.wait and hub:  # the run that waits for the Cluster marks it (in check mode: would mark it)
                 self._mark(hub, registered.get("cluster_id"))
         except FleetError as exc:

@@ -9,7 +9,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import hub_record, karmada, prune, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import prune
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join, registration
 
 

@@ -11,7 +11,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.work import APPLIED, AVAILABLE, condition_progress, manifest_name
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 

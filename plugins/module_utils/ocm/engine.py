@@ -10,7 +10,10 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import agents, bootstrap, client, ocm, resources, versions
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import agents, bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.engine import Engine, spec_of
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 

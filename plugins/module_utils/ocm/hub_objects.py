@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, hub, tokens
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import NAMESPACE, SERVICE_ACCOUNT
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, hub, tokens
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import NAMESPACE, SERVICE_ACCOUNT
 
 BOOTSTRAP_CLUSTER_ROLE = "open-cluster-management:bootstrap"
 

@@ -12,16 +12,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import accept, bootstrap, client, fleet, hub_record, objects, ocm, \
-    pki, resources
-from ansible_collections.multicluster.fleet.plugins.module_utils.client import ClusterError
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, objects, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import accept, bootstrap, hub_record
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
-from ansible_collections.multicluster.fleet.plugins.module_utils.lease_lock import LEASE, RegistrationLock
-from ansible_collections.multicluster.fleet.plugins.module_utils.register_report import Accepted, failed_after, merge_written
-from ansible_collections.multicluster.fleet.plugins.module_utils.registration import (
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE, RegistrationLock
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.report import Accepted, failed_after, merge_written
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration.registrar import (
     Registrar, certificate_expiration, check_identity, credentials_problem, hub_change, hub_server, hub_trust, proxy_problem,
     secret_value, utc_now)
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CONFIG_MAP, CSR, NAMESPACE, SECRET
 
 # What wait waits for on the Klusterlet (clusteradm join --wait): the operator has applied it and its agents run.
 KLUSTERLET_READY = (resources.wanted_condition("Applied"), resources.wanted_condition("Available"))
@@ -81,7 +83,7 @@ class OcmRegistration(Registrar):
 
     def _stored_credentials(self):
         """``(expiration or None, problem or None, hub change or None)`` of the registration agent's hub kubeconfig Secret;
-        the change (:func:`registration.hub_change`) is what differs between the hub it reaches and the one asked for."""
+        the change (:func:`registrar.hub_change`) is what differs between the hub it reaches and the one asked for."""
         reg = self.reg
         self.removed_from_hub = None
         namespace = reg.placement.agent_namespace
@@ -302,7 +304,7 @@ class OcmRegistration(Registrar):
             # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
             self.ensure(hub, CONFIG_MAP, hub_record.desired("ocm", name, registered["cluster_id"]))
             if waits:
-                fleet.wait_for_clusters(hub, reg.engine, name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
+                hub_members.wait_for_clusters(hub, reg.engine, name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
         except FleetError as exc:
             raise failed_after(exc, registered, report)
         return merge_written(registered, report)

@@ -4,7 +4,8 @@ resources (a create's, and those inside the lists of a merge patch)."""
 
 import copy
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import ocm, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils import ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 
 NAMESPACED = [k for k in vars(ocm).values() if isinstance(k, resources.Kind) and k.namespaced]
 

@@ -4,13 +4,16 @@ builds them (``registration_of``, ``reg``), the hub kubeconfig Secret an OCM age
 the tokens, hub URL and cluster name they default to."""
 
 import base64
+import copy
 import contextlib
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, registrar
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
-from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, SECRET
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, SECRET
 from conftest import FakeCluster
 
 TOKEN = "abcdef.0123456789abcdef"
@@ -76,7 +79,7 @@ def registration_of(engine, cluster_name, **options):
     params = dict((name, spec.get("default")) for name, spec in cluster_register.module_spec()["argument_spec"].items())
     params.update(engine=engine, cluster_name=cluster_name, wait_sleep=1)
     params.update(options)
-    return registration.Registration(params)
+    return registrar.Registration(params)
 
 
 def reg(engine="karmada", **kwargs):
@@ -104,3 +107,18 @@ def joined(member, ca, cluster_name=CLUSTER, server=HUB_URL):
     data = {"kubeconfig": kubeconfig, "tls.crt": cert, "tls.key": key, "cluster-name": cluster_name, "agent-name": "abcde"}
     member.add(SECRET, {"metadata": {"name": ocm.HUB_KUBECONFIG_SECRET, "namespace": ocm.AGENT_NAMESPACE},
                         "data": dict((k, pki.b64(v)) for k, v in data.items())})
+
+
+def held_after_delete(cluster, kind, name, namespace=None, finalizer="example.com/cleanup"):
+    """After its DELETE the object stays, terminating, as it does while a controller has not removed its finalizer."""
+    path = kind.path(namespace, name)
+    held = copy.deepcopy(cluster.objects[path])
+    held["metadata"].update(finalizers=[finalizer], deletionTimestamp="2026-11-26T12:00:00Z")
+    answer = cluster.request
+
+    def request(method, request_path, *args, **kwargs):
+        result = answer(method, request_path, *args, **kwargs)
+        if method == "DELETE" and request_path == path:
+            cluster.objects[path] = held
+        return result
+    cluster.request = request

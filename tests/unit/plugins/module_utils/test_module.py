@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.multicluster.fleet.plugins.doc_fragments.wait import ModuleDocFragment as WaitFragment
-from ansible_collections.multicluster.fleet.plugins.module_utils import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
     WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, fleet_argument_spec)
