@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from bastion import Bastion, missing
 from runner import run_playbook
