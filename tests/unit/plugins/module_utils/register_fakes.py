@@ -8,7 +8,7 @@ import contextlib
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, karmada, ocm, pki, registration
+from ansible_collections.multicluster.fleet.plugins.module_utils import bootstrap, engines, karmada, ocm, pki, registration
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.module_utils.resources import CSR, SECRET
 from conftest import FakeCluster
@@ -72,11 +72,13 @@ def connector(bootstrap_hub, seen=None):
 
 
 def registration_of(engine, cluster_name, **options):
-    """A Registration as module cluster_register builds it, from its argument spec's defaults; polls a second apart."""
-    params = dict((name, spec.get("default")) for name, spec in cluster_register.module_spec()["argument_spec"].items())
+    """A Registration as module cluster_register builds it, from its argument spec's defaults; polls a second apart.
+    ``options`` may name an engine's options by their flat names, which are folded in as the module folds them."""
+    spec = cluster_register.module_spec()["argument_spec"]
+    params = dict((name, option.get("default")) for name, option in spec.items())
     params.update(engine=engine, cluster_name=cluster_name, wait_sleep=1)
     params.update(options)
-    return registration.Registration(params)
+    return registration.Registration(engines.scoped_options(engine, spec, params))
 
 
 def reg(engine="karmada", **kwargs):
