@@ -5,8 +5,8 @@
 
 An engine holds what the operations need to know of it and the rules that differ between engines: the hub kind of a
 member cluster, its names and readiness, the identity its agents ask a certificate for (docs/architecture.md 4.4, 4.6),
-which agent CSRs are a cluster's and what accepting it takes, its hub objects, how a member registers with it and which
-registration options are its own, its taints and its diagnosis. Its operations with much code of their own - pull
+which agent CSRs are a cluster's and what accepting it takes, its hub objects, how a member registers with it, its
+taints and its diagnosis. Its operations with much code of their own - pull
 registration, works, the hub objects members need, removal - are modules of its package, which the engine imports when
 one is first used (:attr:`Engine.registration`, :attr:`Engine.works`, :attr:`Engine.hub_objects`,
 :attr:`Engine.removal`): reading an engine's facts loads none of them.
@@ -126,11 +126,7 @@ class Engine:
         """The command line a member would run to register with this token."""
         raise NotImplementedError
 
-    # --- registration options (cluster_register) ------------------------------------------------
-
-    def check_registration_options(self, params):
-        """FleetError for a registration option (the module's parameters) that is another engine's."""
-        raise NotImplementedError
+    # --- registration (cluster_register) --------------------------------------------------------
 
     def klusterlet_placement(self, cluster_name, mode, driver):
         """The :class:`ocm.Placement` of the cluster's Klusterlet (OCM), None without one."""

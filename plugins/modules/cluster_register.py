@@ -29,47 +29,47 @@ description:
   - Re-bootstrap - when the hub moved (a new O(hub_apiserver)) or got a new CA (none of the stored CA's pins in
     O(ca_cert_hashes)), the member keeps its registration (same cluster name and cluster id) and RV(hub_change) says
     what changed. Karmada keeps the agent certificate while the discovered hub CA still vouches for it, rewrites only
-    the agent kubeconfig and rolls the agent (O(deploy_agent)); otherwise it requests a new certificate. OCM rewrites
-    the bootstrap kubeconfig; the klusterlet then requests a new certificate (its operator's bootstrap controller deletes
-    the old hub kubeconfig), which O(accept) waits for and approves.
-  - One Karmada registration of a member at a time, so that each member gets one certificate and one name. A run
-    that needs a certificate holds Lease C(kube-system/multicluster-fleet-registration) on the member (taken after
-    discovery, renewed while the run waits, deleted at the end). Another run registering the same cluster meanwhile,
-    for example a second playbook run, or another inventory host reaching it under another name, waits for it (up to
-    O(csr_wait_timeout) seconds, then fails naming the other run), then reads again - it keeps the certificate the
-    first run stored - no second CSR - and says so in RV(waited_for) and a warning; or, when that run registered the
-    cluster under another name, it fails naming it. The
-    Lease of a run that was stopped is taken over once it was not renewed for 60 seconds.
-  - The Karmada CSR and its private key are stored in Secret C(kube-system/multicluster-fleet-registration-<cluster>)
-    on the member before the CSR is posted, and removed once the agent kubeconfig is written (or the CSR was refused).
-    A run that stopped after posting - hub or runner gone, O(csr_wait_timeout) reached - is resumed by the next run
-    with the same CSR instead of a second one. A hub that does not answer for a while, or refuses the bootstrap token
-    for up to 30 seconds (an API server that has just started), is waited for within O(csr_wait_timeout). A bootstrap
-    token refused when the CSR is posted (expired since discovery) fails the run and leaves nothing on the member. A
-    CSR for the agent that this module did not post, pending from the same bootstrap token
-    (C(karmadactl register) running meanwhile), stops the run before a second one is posted.
+    the agent kubeconfig and rolls the agent (O(karmada.deploy_agent)); otherwise it requests a new certificate. OCM
+    rewrites the bootstrap kubeconfig; the klusterlet then requests a new certificate (its operator's bootstrap
+    controller deletes the old hub kubeconfig), which O(ocm.accept) waits for and approves.
+  - One Karmada registration of a member at a time, so that each member gets one certificate and one name. A run that
+    needs a certificate holds Lease C(kube-system/multicluster-fleet-registration) on the member (taken after discovery,
+    renewed while the run waits, deleted at the end). Another run registering the same cluster meanwhile, for example a
+    second playbook run, or another inventory host reaching it under another name, waits for it (up to
+    O(karmada.csr_wait_timeout) seconds, then fails naming the other run), then reads again - it keeps the certificate
+    the first run stored - no second CSR - and says so in RV(waited_for) and a warning; or, when that run registered the
+    cluster under another name, it fails naming it. The Lease of a run that was stopped is taken over once it was not
+    renewed for 60 seconds.
+  - The Karmada CSR and its private key are stored in Secret C(kube-system/multicluster-fleet-registration-<cluster>) on
+    the member before the CSR is posted, and removed once the agent kubeconfig is written (or the CSR was refused). A
+    run that stopped after posting - hub or runner gone, O(karmada.csr_wait_timeout) reached - is resumed by the next
+    run with the same CSR instead of a second one. A hub that does not answer for a while, or refuses the bootstrap
+    token for up to 30 seconds (an API server that has just started), is waited for within O(karmada.csr_wait_timeout).
+    A bootstrap token refused when the CSR is posted (expired since discovery) fails the run and leaves nothing on the
+    member. A CSR for the agent that this module did not post, pending from the same bootstrap token (C(karmadactl
+    register) running meanwhile), stops the run before a second one is posted.
   - B(OCM) (O(engine=ocm)) - writes Secret C(open-cluster-management-agent/bootstrap-hub-kubeconfig) (cluster C(hub),
     user C(bootstrap), context C(bootstrap)) and the registration fields of Klusterlet C(klusterlet) (C(clusterName),
-    C(namespace), C(externalServerURLs), the registration driver of O(registration_driver), and C(deployOption.mode)
-    when O(klusterlet_mode) is given), with the fields of O(klusterlet_spec). The klusterlet then creates its own CSR
-    and ManagedCluster; accept them with M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid
-    certificate for this cluster (Secret C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a
-    new token.
+    C(namespace), C(externalServerURLs), the registration driver of O(ocm.registration_driver), and C(deployOption.mode)
+    when O(ocm.klusterlet_mode) is given), with the fields of O(ocm.klusterlet_spec). The klusterlet then creates its
+    own CSR and ManagedCluster; accept them with M(multicluster.fleet.csr_accept). Once the klusterlet holds a valid
+    certificate for this cluster (Secret C(hub-kubeconfig-secret)) the bootstrap Secret is left as it is, even for a new
+    token.
   - One OCM join of a member at a time - a run that has to write the bootstrap Secret, or a Klusterlet that does not
     register this cluster yet, holds the same Lease on the member while it decides and writes (up to O(wait_timeout)
     seconds for another run's, then it reads the member again and refuses a Klusterlet that registers another
     cluster meanwhile), and a bootstrap Secret that differs from this run's only by a token the hub still
     accepts (another run's join token, checked by a SelfSubjectAccessReview) is kept - a new token would make the
     klusterlet bootstrap again with a second CSR.
-  - OCM B(Hosted) mode (O(klusterlet_mode=Hosted) or V(SingletonHosted), with O(hosting)) - the klusterlet runs on
+  - OCM B(Hosted) mode (O(ocm.klusterlet_mode=Hosted) or V(SingletonHosted), with O(hosting)) - the klusterlet runs on
     another cluster, the hosting cluster, which must run the klusterlet operator. Everything is written there, as
     C(clusteradm join --mode hosted) does - namespace C(klusterlet-<cluster>) holding the bootstrap Secret and Secret
-    C(external-managed-kubeconfig) (the kubeconfig the agents use to reach the member, see O(managed_kubeconfig)),
+    C(external-managed-kubeconfig) (the kubeconfig the agents use to reach the member, see O(ocm.managed_kubeconfig)),
     and Klusterlet C(klusterlet-<cluster>) whose C(spec.namespace) on the member is
     C(open-cluster-management-klusterlet-<cluster>). The member itself is only read.
-  - OCM B(grpc) registration driver (O(registration_driver=grpc)) - the bootstrap Secret also holds C(config.yaml)
-    (C(url) O(grpc_server), C(caData) O(grpc_ca_pem), and the token), which the registration agent uses to reach the
-    hub's gRPC server instead of its API server; the Klusterlet's driver is C(grpc).
+  - OCM B(grpc) registration driver (O(ocm.registration_driver=grpc)) - the bootstrap Secret also holds C(config.yaml)
+    (C(url) O(ocm.grpc_server), C(caData) O(ocm.grpc_ca_pem), and the token), which the registration agent uses to reach
+    the hub's gRPC server instead of its API server; the Klusterlet's driver is C(grpc).
   - B(Through a forward proxy) (O(proxy_url), as C(clusteradm join --proxy-url --proxy-ca-file)) - discovery, the
     Karmada CSR and the kubeconfig stored on the member (the Karmada agent kubeconfig, the OCM bootstrap kubeconfig) go
     through the HTTP(S) proxy - the kubeconfig carries C(proxy-url), and the CA of O(proxy_ca_cert) is added to its hub
@@ -139,19 +139,12 @@ options:
     default: 30
   csr_wait_timeout:
     description:
-      - Seconds to wait for the Karmada agent certificate to be approved and issued.
-      - On timeout the module fails naming the CSR; the member is not changed. Approve the CSR with
-        M(multicluster.fleet.csr_accept) and run again.
+      - Deprecated, use O(karmada.csr_wait_timeout) instead.
     type: int
-    default: 300
   cert_expiration_seconds:
     description:
-      - Requested lifetime of the Karmada agent certificate (C(expirationSeconds); API servers older than 1.22 apply
-        their own signing duration, newer ones honour it up to their signer's maximum).
-      - A certificate issued for no longer than O(renew_before) days would be renewed by every run; the module warns
-        when the certificate it received is within O(renew_before) of its expiry already.
+      - Deprecated, use O(karmada.cert_expiration_seconds) instead.
     type: int
-    default: 31536000
   renew_before:
     description:
       - Days before the stored agent certificate expires from which a run requests a new one (Karmada), or writes the
@@ -161,8 +154,8 @@ options:
   api_endpoint:
     description:
       - The member API server URL the hub and the agents use. Defaults to the server of the member connection.
-      - OCM puts it into the Klusterlet's C(externalServerURLs); Karmada passes it to the agent of O(deploy_agent) as
-        C(--cluster-api-endpoint).
+      - OCM puts it into the Klusterlet's C(externalServerURLs); Karmada passes it to the agent of
+        O(karmada.deploy_agent) as C(--cluster-api-endpoint).
     type: str
   wait:
     description:
@@ -170,59 +163,29 @@ options:
         what was last seen (also as C(last_seen)), with the objects written in C(changes); running the task again goes
         on waiting.
       - OCM - until the klusterlet operator has applied the Klusterlet and its agents run (the Klusterlet's conditions
-        C(Applied=True) and C(Available=True)), as C(clusteradm join --wait) does; with O(accept) also for the
+        C(Applied=True) and C(Available=True)), as C(clusteradm join --wait) does; with O(ocm.accept) also for the
         klusterlet's CSR, then until the hub reports the cluster available.
-      - Karmada - until the karmada-agent Deployment of O(deploy_agent) is available and, with O(hub), until the hub
-        reports the cluster C(Ready). Needs O(deploy_agent) or O(hub).
+      - Karmada - until the karmada-agent Deployment of O(karmada.deploy_agent) is available and, with O(hub), until the
+        hub reports the cluster C(Ready). Needs O(karmada.deploy_agent) or O(hub).
       - Not waited for in check mode.
     type: bool
     default: false
   accept:
     description:
-      - Only for O(engine=ocm); needs O(hub). After the join, accept the cluster on the hub as C(clusteradm accept) does
-        (and M(multicluster.fleet.csr_accept)) - approve its klusterlet's CSR once it is checked, and set the
-        ManagedCluster's C(hubAcceptsClient). With O(wait), the CSR is waited for, and then the hub's report of the
-        cluster as C(ManagedClusterConditionAvailable=True).
-      - In check mode the acceptance is previewed only for a cluster whose klusterlet has registered with the hub; a
-        warning says so otherwise.
+      - Deprecated, use O(ocm.accept) instead.
     type: bool
-    default: false
   allow_mode_change:
     description:
-      - Only for O(engine=karmada). Register by pull a cluster the hub has as a Push member (joined with
-        M(multicluster.fleet.cluster_join)); its agent takes over the Cluster, which becomes a Pull member. The Push
-        credentials (the hub Secrets, the member ServiceAccounts) are not removed; unjoining the member first removes
-        them with it.
-      - Without it such a registration is refused before anything is written, naming the current mode.
+      - Deprecated, use O(karmada.allow_mode_change) instead.
     type: bool
-    default: false
   deploy_agent:
     description:
-      - Only for O(engine=karmada). After the registration, deploy the karmada-agent on the member as
-        C(karmadactl register) does - namespace C(karmada-system), ServiceAccount C(karmada-agent-sa), ClusterRole and
-        ClusterRoleBinding C(karmada-agent) and Deployment C(karmada-agent) (image O(agent_image), O(agent_replicas)
-        replicas, reading Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint)
-        (O(api_endpoint)), C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and
-        C(--proxy-server-address)). The agent then creates the Cluster on the hub with C(syncMode=Pull).
-      - The agent reads its certificate only when it starts, so the Deployment's pod template carries the certificate's
-        SHA-256 fingerprint (annotation C(multicluster.fleet/agent-certificate-sha256)) - a run that stores a new
-        certificate rolls the agent, which then uses it. Likewise annotation C(multicluster.fleet/agent-hub-sha256), the
-        fingerprint of the hub URL, proxy and CA bundle of its kubeconfig - a run that rewrites the kubeconfig for a hub
-        that moved or has a new CA rolls the agent too.
-      - Every object is sent as a server-side dry run before the first is written; check mode does only that.
-      - O(state=absent) removes these objects whether or not this is set.
+      - Deprecated, use O(karmada.deploy_agent) instead.
     type: bool
-    default: false
   agent_image:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the
-        hub's Karmada version. The default is the agent of the latest Karmada v1.18 patch release.
-      - Its tag is the agent's version for the version skew rule (see O(hub_version)) and the downgrade rule (see
-        O(allow_downgrade)). An image reference (C(<registry>/<path>:<tag>), optionally C(@<digest>)); anything else is
-        refused before anything is written. A tag that names no release (V(latest)) leaves both rules unapplied, with a
-        warning.
+      - Deprecated, use O(karmada.agent_image) instead.
     type: str
-    default: docker.io/karmada/karmada-agent:v1.18.2
   hub_version:
     description:
       - The engine release the hub runs (for example V(v1.18.2) or V(1.3.1)), for the version skew rule - where the
@@ -231,80 +194,67 @@ options:
         In check mode a declared release newer than the one the hub shows counts - the preview of an upgrade whose
         hub part (C(playbooks/upgrade.yml) upgrades the hub first) is only planned.
       - A release, V(vX.Y.Z) or V(X.Y.Z) with an optional pre-release (V(v1.19.0-rc.0)); anything else is refused.
-      - "The rule: the agent's version (the tag of O(agent_image) with O(deploy_agent), or of C(registrationImagePullSpec)
-        in O(klusterlet_spec)) must not be a newer minor release than the hub's - refused before anything is written -,
-        and a warning says when it is more than one minor release behind. Without a hub version nothing is compared."
+      - "The rule: the agent's version (the tag of O(karmada.agent_image) with O(karmada.deploy_agent), or of
+        C(registrationImagePullSpec) in O(ocm.klusterlet_spec)) must not be a newer minor release than the hub's -
+        refused before anything is written -, and a warning says when it is more than one minor release behind. Without
+        a hub version nothing is compared."
     type: str
   allow_downgrade:
     description:
       - Install the agent image even when it is an older release than the one the member runs (the karmada-agent
-        Deployment's image with O(deploy_agent), the Klusterlet's C(registrationImagePullSpec)). Without it such a run
-        fails before anything is written, naming both releases - a run after a one-off upgrade with settings that still
-        name the old release would otherwise take the agent back; OCM does not support downgrades.
+        Deployment's image with O(karmada.deploy_agent), the Klusterlet's C(registrationImagePullSpec)). Without it such
+        a run fails before anything is written, naming both releases - a run after a one-off upgrade with settings that
+        still name the old release would otherwise take the agent back; OCM does not support downgrades.
       - Tags that name no release (V(latest), a digest) are not compared.
     type: bool
     default: false
   enable_cert_rotation:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). Let the karmada-agent renew its own certificate before it
-        expires (C(karmadactl register --enable-cert-rotation)) - agent flags C(--controllers=*,certRotation),
-        C(--cert-rotation-checking-interval) (O(cert_rotation_checking_interval)) and
-        C(--cert-rotation-remaining-time-threshold) (O(cert_rotation_remaining_time_threshold)). Karmada's
-        self-approver RBAC (role multicluster.fleet.hub_init) approves the renewals.
+      - Deprecated, use O(karmada.enable_cert_rotation) instead.
     type: bool
-    default: false
   cert_rotation_checking_interval:
     description:
-      - With O(enable_cert_rotation), how often the agent checks its certificate (a Go duration, for example V(5m)).
+      - Deprecated, use O(karmada.cert_rotation_checking_interval) instead.
     type: str
-    default: 5m
   cert_rotation_remaining_time_threshold:
     description:
-      - With O(enable_cert_rotation), the share of the certificate's lifetime left from which the agent renews it,
-        between 0 and 1.
+      - Deprecated, use O(karmada.cert_rotation_remaining_time_threshold) instead.
     type: float
-    default: 0.2
   client_cert_expiration_seconds:
     description:
-      - Only for O(engine=ocm). The lifetime the registration agent asks for its client certificate, Klusterlet
-        C(registrationConfiguration.clientCertExpirationSeconds) (C(clusteradm join --client-cert-expiration-seconds));
-        the agent renews it itself when 20 to 25 percent of it is left. At least one hour. When omitted the field is
-        not written (OCM's default, one year).
+      - Deprecated, use O(ocm.client_cert_expiration_seconds) instead.
     type: int
   agent_replicas:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). Replicas of the karmada-agent Deployment
-        (C(--karmada-agent-replicas)).
+      - Deprecated, use O(karmada.agent_replicas) instead.
     type: int
-    default: 1
   provider:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). The member's cloud provider (the agent's
-        C(--cluster-provider)).
+      - Deprecated, use O(karmada.provider) instead.
     type: str
   region:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). The member's region (the agent's C(--cluster-region)).
+      - Deprecated, use O(karmada.region) instead.
     type: str
   zones:
     description:
-      - Only for O(engine=karmada), with O(deploy_agent). The member's zones (the agent's C(--cluster-zones)); names
-        without spaces or commas.
+      - Deprecated, use O(karmada.zones) instead.
     type: list
     elements: str
   wait_timeout:
     description:
       - Seconds to wait for each deletion with O(state=absent) (Works, Cluster, namespaces, Klusterlet, ManagedCluster),
-        and with O(wait) for the Klusterlet (OCM) or for the karmada-agent and the hub's report of the cluster (Karmada).
+        and with O(wait) for the Klusterlet (OCM) or for the karmada-agent and the hub's report of the cluster
+        (Karmada).
       - A deletion that is not over in time fails saying what was last seen (also as C(last_seen)), with C(changed) and
         C(changes) saying what the run deleted before it; running the task again goes on.
     type: int
     default: 60
   wait_sleep:
     description:
-      - Seconds between two checks while the module waits for the agent certificate (O(csr_wait_timeout)), for another
-        run's registration of the member, for deletions and for what O(wait) waits for (O(wait_timeout)); at least V(1). As C(wait_sleep) of
-        M(kubernetes.core.k8s).
+      - Seconds between two checks while the module waits for the agent certificate (O(karmada.csr_wait_timeout)), for
+        another run's registration of the member, for deletions and for what O(wait) waits for (O(wait_timeout)); at
+        least V(1). As C(wait_sleep) of M(kubernetes.core.k8s).
     type: int
     default: 5
   force:
@@ -318,50 +268,29 @@ options:
     default: false
   klusterlet_mode:
     description:
-      - Only for O(engine=ocm). The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the
-        agent installer set is kept (C(Default) when none is set).
-      - V(Hosted) and V(SingletonHosted) need O(hosting) (the cluster where the klusterlet runs and where the bootstrap
-        Secret, Secret C(external-managed-kubeconfig) and Klusterlet C(klusterlet-<cluster>) are written), and limit
-        O(cluster_name) to 52 characters. O(hosting) is refused with the other modes.
+      - Deprecated, use O(ocm.klusterlet_mode) instead.
     type: str
     choices: [Default, Singleton, Hosted, SingletonHosted]
   klusterlet_spec:
     description:
-      - Only for O(engine=ocm). The Klusterlet's other spec fields, written together with the registration fields, for
-        example C(registrationImagePullSpec), C(workImagePullSpec), C(imagePullSpec) and C(resourceRequirement) (what
-        role multicluster.fleet.agent_install sets). The Klusterlet is written whole, after the identity checks, so the
-        operator never sees it without its cluster name.
-      - Must not set the registration fields (C(clusterName), C(namespace), C(externalServerURLs),
-        C(deployOption.mode), C(registrationConfiguration.registrationDriver)); they come from the other options.
-      - When omitted, fields set by others are kept.
+      - Deprecated, use O(ocm.klusterlet_spec) instead.
     type: dict
   managed_kubeconfig:
     description:
-      - Only for O(engine=ocm) with O(klusterlet_mode=Hosted) or V(SingletonHosted). Path to the kubeconfig the hosted
-        agents use to reach the member (the managed cluster), stored in Secret C(external-managed-kubeconfig) on the
-        hosting cluster. Its current context is used, and files it refers to are embedded. It must work from the
-        hosting cluster's network.
-      - Defaults to the member connection's O(kubeconfig) (the default kubeconfig when neither O(kubeconfig) nor
-        O(host) is given) and O(context). Users that authenticate with C(exec) or C(auth-provider) cannot be copied
-        and are refused.
+      - Deprecated, use O(ocm.managed_kubeconfig) instead.
     type: path
   registration_driver:
     description:
-      - Only for O(engine=ocm). How the registration agent reaches the hub - V(csr) through the hub API server, V(grpc)
-        through the hub's gRPC server (ClusterManager registration driver C(grpc)), which needs O(grpc_server) and
-        O(grpc_ca_pem).
+      - Deprecated, use O(ocm.registration_driver) instead.
     type: str
     choices: [csr, grpc]
-    default: csr
   grpc_server:
     description:
-      - The hub's gRPC server as C(host:port), as the agents reach it. Required with O(registration_driver=grpc).
+      - Deprecated, use O(ocm.grpc_server) instead.
     type: str
   grpc_ca_pem:
     description:
-      - The PEM text of the CA bundle that signed the gRPC server's certificate (the hub's
-        C(open-cluster-management-hub/ca-bundle-configmap), or the C(caBundle) of a C(hostname) endpoint). Required with
-        O(registration_driver=grpc).
+      - Deprecated, use O(ocm.grpc_ca_pem) instead.
     type: str
   proxy_url:
     description:
@@ -378,12 +307,189 @@ options:
     type: path
   proxy_server_address:
     description:
-      - Only for O(engine=karmada). The address of the proxy through which the Karmada control plane reaches the
-        member's API server (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address),
-        from which karmada-agent sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
-      - Validated, passed to the agent of O(deploy_agent) and returned as RV(proxy_server_address). For Push members see
-        O(multicluster.fleet.cluster_join#module:proxy_url).
+      - Deprecated, use O(karmada.proxy_server_address) instead.
     type: str
+  karmada:
+    description:
+      - Settings for O(engine=karmada) only; one given with another engine, other than its default, fails the task before
+        anything is read.
+      - Each was a top-level option of its name in version 1.0.0; those names still work, deprecated, until version
+        3.0.0. Given both ways with different values, the task fails.
+    type: dict
+    version_added: 1.1.0
+    suboptions:
+      csr_wait_timeout:
+        description:
+          - Seconds to wait for the Karmada agent certificate to be approved and issued.
+          - On timeout the module fails naming the CSR; the member is not changed. Approve the CSR with
+            M(multicluster.fleet.csr_accept) and run again.
+        type: int
+        default: 300
+      cert_expiration_seconds:
+        description:
+          - Requested lifetime of the Karmada agent certificate (C(expirationSeconds); API servers older than 1.22 apply
+            their own signing duration, newer ones honour it up to their signer's maximum).
+          - A certificate issued for no longer than O(renew_before) days would be renewed by every run; the module warns
+            when the certificate it received is within O(renew_before) of its expiry already.
+        type: int
+        default: 31536000
+      allow_mode_change:
+        description:
+          - Register by pull a cluster the hub has as a Push member (joined with M(multicluster.fleet.cluster_join));
+            its agent takes over the Cluster, which becomes a Pull member. The Push credentials (the hub Secrets, the
+            member ServiceAccounts) are not removed; unjoining the member first removes them with it.
+          - Without it such a registration is refused before anything is written, naming the current mode.
+        type: bool
+        default: false
+      deploy_agent:
+        description:
+          - After the registration, deploy the karmada-agent on the member as C(karmadactl register) does - namespace
+            C(karmada-system), ServiceAccount C(karmada-agent-sa), ClusterRole and ClusterRoleBinding C(karmada-agent)
+            and Deployment C(karmada-agent) (image O(karmada.agent_image), O(karmada.agent_replicas) replicas, reading
+            Secret C(karmada-kubeconfig), with the arguments C(--cluster-name), C(--cluster-api-endpoint)
+            (O(api_endpoint)), C(--cluster-provider), C(--cluster-region), C(--cluster-zones) and
+            C(--proxy-server-address)). The agent then creates the Cluster on the hub with C(syncMode=Pull).
+          - The agent reads its certificate only when it starts, so the Deployment's pod template carries the
+            certificate's SHA-256 fingerprint (annotation C(multicluster.fleet/agent-certificate-sha256)) - a run that
+            stores a new certificate rolls the agent, which then uses it. Likewise annotation
+            C(multicluster.fleet/agent-hub-sha256), the fingerprint of the hub URL, proxy and CA bundle of its
+            kubeconfig - a run that rewrites the kubeconfig for a hub that moved or has a new CA rolls the agent too.
+          - Every object is sent as a server-side dry run before the first is written; check mode does only that.
+          - O(state=absent) removes these objects whether or not this is set.
+        type: bool
+        default: false
+      agent_image:
+        description:
+          - With O(karmada.deploy_agent). The karmada-agent image (C(--karmada-agent-image)), of the hub's Karmada
+            version. The default is the agent of the latest Karmada v1.18 patch release.
+          - Its tag is the agent's version for the version skew rule (see O(hub_version)) and the downgrade rule (see
+            O(allow_downgrade)). An image reference (C(<registry>/<path>:<tag>), optionally C(@<digest>)); anything else
+            is refused before anything is written. A tag that names no release (V(latest)) leaves both rules unapplied,
+            with a warning.
+        type: str
+        default: docker.io/karmada/karmada-agent:v1.18.2
+      agent_replicas:
+        description:
+          - With O(karmada.deploy_agent). Replicas of the karmada-agent Deployment (C(--karmada-agent-replicas)).
+        type: int
+        default: 1
+      enable_cert_rotation:
+        description:
+          - With O(karmada.deploy_agent). Let the karmada-agent renew its own certificate before it expires
+            (C(karmadactl register --enable-cert-rotation)) - agent flags C(--controllers=*,certRotation),
+            C(--cert-rotation-checking-interval) (O(karmada.cert_rotation_checking_interval)) and
+            C(--cert-rotation-remaining-time-threshold) (O(karmada.cert_rotation_remaining_time_threshold)). Karmada's
+            self-approver RBAC (role multicluster.fleet.hub_init) approves the renewals.
+        type: bool
+        default: false
+      cert_rotation_checking_interval:
+        description:
+          - With O(karmada.enable_cert_rotation), how often the agent checks its certificate (a Go duration, for example
+            V(5m)).
+        type: str
+        default: 5m
+      cert_rotation_remaining_time_threshold:
+        description:
+          - With O(karmada.enable_cert_rotation), the share of the certificate's lifetime left from which the agent
+            renews it, between 0 and 1.
+        type: float
+        default: 0.2
+      provider:
+        description:
+          - With O(karmada.deploy_agent). The member's cloud provider (the agent's C(--cluster-provider)).
+        type: str
+      region:
+        description:
+          - With O(karmada.deploy_agent). The member's region (the agent's C(--cluster-region)).
+        type: str
+      zones:
+        description:
+          - With O(karmada.deploy_agent). The member's zones (the agent's C(--cluster-zones)); names without spaces or
+            commas.
+        type: list
+        elements: str
+      proxy_server_address:
+        description:
+          - The address of the proxy through which the Karmada control plane reaches the member's API server
+            (C(karmadactl register --proxy-server-address)) - the agent's C(--proxy-server-address), from which
+            karmada-agent sets C(spec.proxyURL) of its Cluster. V(http), V(https) or V(socks5) C(://host:port).
+          - Validated, passed to the agent of O(karmada.deploy_agent) and returned as RV(proxy_server_address). For Push
+            members see O(multicluster.fleet.cluster_join#module:proxy_url).
+        type: str
+  ocm:
+    description:
+      - Settings for O(engine=ocm) only; one given with another engine, other than its default, fails the task before
+        anything is read.
+      - Each was a top-level option of its name in version 1.0.0; those names still work, deprecated, until version
+        3.0.0. Given both ways with different values, the task fails.
+    type: dict
+    version_added: 1.1.0
+    suboptions:
+      accept:
+        description:
+          - Needs O(hub). After the join, accept the cluster on the hub as C(clusteradm accept) does (and
+            M(multicluster.fleet.csr_accept)) - approve its klusterlet's CSR once it is checked, and set the
+            ManagedCluster's C(hubAcceptsClient). With O(wait), the CSR is waited for, and then the hub's report of the
+            cluster as C(ManagedClusterConditionAvailable=True).
+          - In check mode the acceptance is previewed only for a cluster whose klusterlet has registered with the hub; a
+            warning says so otherwise.
+        type: bool
+        default: false
+      klusterlet_mode:
+        description:
+          - The Klusterlet's C(deployOption.mode), written when given; when omitted the mode the agent installer set is
+            kept (C(Default) when none is set).
+          - V(Hosted) and V(SingletonHosted) need O(hosting) (the cluster where the klusterlet runs and where the
+            bootstrap Secret, Secret C(external-managed-kubeconfig) and Klusterlet C(klusterlet-<cluster>) are written),
+            and limit O(cluster_name) to 52 characters. O(hosting) is refused with the other modes.
+        type: str
+        choices: [Default, Singleton, Hosted, SingletonHosted]
+      klusterlet_spec:
+        description:
+          - The Klusterlet's other spec fields, written together with the registration fields, for example
+            C(registrationImagePullSpec), C(workImagePullSpec), C(imagePullSpec) and C(resourceRequirement) (what role
+            multicluster.fleet.agent_install sets). The Klusterlet is written whole, after the identity checks, so the
+            operator never sees it without its cluster name.
+          - Must not set the registration fields (C(clusterName), C(namespace), C(externalServerURLs),
+            C(deployOption.mode), C(registrationConfiguration.registrationDriver)); they come from the other options.
+          - When omitted, fields set by others are kept.
+        type: dict
+      managed_kubeconfig:
+        description:
+          - With O(ocm.klusterlet_mode=Hosted) or V(SingletonHosted). Path to the kubeconfig the hosted agents use to
+            reach the member (the managed cluster), stored in Secret C(external-managed-kubeconfig) on the hosting
+            cluster. Its current context is used, and files it refers to are embedded. It must work from the hosting
+            cluster's network.
+          - Defaults to the member connection's O(kubeconfig) (the default kubeconfig when neither O(kubeconfig) nor
+            O(host) is given) and O(context). Users that authenticate with C(exec) or C(auth-provider) cannot be copied
+            and are refused.
+        type: path
+      registration_driver:
+        description:
+          - How the registration agent reaches the hub - V(csr) through the hub API server, V(grpc) through the hub's
+            gRPC server (ClusterManager registration driver C(grpc)), which needs O(ocm.grpc_server) and
+            O(ocm.grpc_ca_pem).
+        type: str
+        choices: [csr, grpc]
+        default: csr
+      grpc_server:
+        description:
+          - The hub's gRPC server as C(host:port), as the agents reach it. Required with
+            O(ocm.registration_driver=grpc).
+        type: str
+      grpc_ca_pem:
+        description:
+          - The PEM text of the CA bundle that signed the gRPC server's certificate (the hub's
+            C(open-cluster-management-hub/ca-bundle-configmap), or the C(caBundle) of a C(hostname) endpoint). Required
+            with O(ocm.registration_driver=grpc).
+        type: str
+      client_cert_expiration_seconds:
+        description:
+          - The lifetime the registration agent asks for its client certificate, Klusterlet
+            C(registrationConfiguration.clientCertExpirationSeconds) (C(clusteradm join
+            --client-cert-expiration-seconds)); the agent renews it itself when 20 to 25 percent of it is left. At least
+            one hour. When omitted the field is not written (OCM's default, one year).
+        type: int
 extends_documentation_fragment:
   - multicluster.fleet.auth.member_connection
   - multicluster.fleet.auth.hub
@@ -406,16 +512,18 @@ attributes:
     support: full
 notes:
   - The hub-side agent RBAC (Karmada) - namespaces C(karmada-cluster) and C(karmada-es-<cluster>), ClusterRole and
-    ClusterRoleBinding C(system:karmada:<cluster>:agent) for user C(system:karmada:agent:<cluster>) with the cluster-wide
-    rules of C(karmadactl register) except secrets and works, Role and RoleBinding C(system:karmada:<cluster>:agent-secret)
-    (its own Secrets and Lease in C(karmada-cluster)) and C(system:karmada:<cluster>:agent-work) (works in
-    C(karmada-es-<cluster>)). Every verb that can name an object is limited to the agent's own (its Cluster, its
-    Secrets, its Lease), so one member's agent can neither read another member's stored credentials nor change its
-    Cluster. Each run writes these roles, so roles an earlier version wrote more broadly are narrowed.
+    ClusterRoleBinding C(system:karmada:<cluster>:agent) for user C(system:karmada:agent:<cluster>) with the
+    cluster-wide rules of C(karmadactl register) except secrets and works, Role and RoleBinding
+    C(system:karmada:<cluster>:agent-secret) (its own Secrets and Lease in C(karmada-cluster)) and
+    C(system:karmada:<cluster>:agent-work) (works in C(karmada-es-<cluster>)). Every verb that can name an object is
+    limited to the agent's own (its Cluster, its Secrets, its Lease), so one member's agent can neither read another
+    member's stored credentials nor change its Cluster. Each run writes these roles, so roles an earlier version wrote
+    more broadly are narrowed.
   - One name, one cluster. With O(hub), a registration is refused before anything is written when the hub has
-    O(cluster_name) for another cluster (another cluster id - the UID of the member's C(kube-system) namespace, Karmada's
-    C(spec.id), on OCM the id recorded at acceptance), or has this cluster under another name; the message names both
-    clusters and their ids. Without O(hub) the hub cannot be asked (a bootstrap token may not list its clusters).
+    O(cluster_name) for another cluster (another cluster id - the UID of the member's C(kube-system) namespace,
+    Karmada's C(spec.id), on OCM the id recorded at acceptance), or has this cluster under another name; the message
+    names both clusters and their ids. Without O(hub) the hub cannot be asked (a bootstrap token may not list its
+    clusters).
   - Without O(hub), Karmada registration writes only the member side; the agent fails at start until the hub-side RBAC
     exists. O(state=absent) without O(hub) warns that the hub still lists the cluster.
   - The karmada-agent Deployment itself and the klusterlet operator are installed by the role
@@ -465,8 +573,9 @@ EXAMPLES = r"""
     hub_apiserver: https://hub.example.com:6443
     token: "{{ join.token }}"
     ca_cert_hashes: "{{ join.ca_cert_hashes }}"
-    deploy_agent: true
-    region: eu-west-1
+    karmada:
+      deploy_agent: true
+      region: eu-west-1
     hub:
       kubeconfig: /etc/fleet/hub.kubeconfig
     wait: true
@@ -495,10 +604,11 @@ EXAMPLES = r"""
     engine: ocm
     cluster_name: member4
     kubeconfig: /etc/fleet/member4.kubeconfig
-    klusterlet_mode: Hosted
+    ocm:
+      klusterlet_mode: Hosted
+      managed_kubeconfig: /etc/fleet/member4-internal.kubeconfig
     hosting:
       kubeconfig: /etc/fleet/hub.kubeconfig
-    managed_kubeconfig: /etc/fleet/member4-internal.kubeconfig
     hub_apiserver: https://hub.example.com:6443
     token: "{{ ocm_join.token }}"
     ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
@@ -511,7 +621,8 @@ EXAMPLES = r"""
     hub_apiserver: https://hub.example.com:6443
     token: "{{ ocm_join.token }}"
     ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
-    accept: true
+    ocm:
+      accept: true
     hub:
       kubeconfig: /etc/fleet/hub.kubeconfig
     wait: true
@@ -525,9 +636,10 @@ EXAMPLES = r"""
     hub_apiserver: https://hub.example.com:6443
     token: "{{ ocm_join.token }}"
     ca_cert_hashes: "{{ ocm_join.ca_cert_hashes }}"
-    registration_driver: grpc
-    grpc_server: grpc.hub.example.com:443
-    grpc_ca_pem: "{{ lookup('ansible.builtin.file', '/etc/fleet/hub-grpc-ca.pem') }}"
+    ocm:
+      registration_driver: grpc
+      grpc_server: grpc.hub.example.com:443
+      grpc_ca_pem: "{{ lookup('ansible.builtin.file', '/etc/fleet/hub-grpc-ca.pem') }}"
 
 - name: Register member6, which reaches the Karmada hub through an HTTPS proxy
   multicluster.fleet.cluster_register:
@@ -539,7 +651,8 @@ EXAMPLES = r"""
     ca_cert_hashes: "{{ join.ca_cert_hashes }}"
     proxy_url: https://proxy.example.com:3129
     proxy_ca_cert: /etc/fleet/proxy-ca.pem
-    proxy_server_address: http://member6-gateway.example.com:8118
+    karmada:
+      proxy_server_address: http://member6-gateway.example.com:8118
     hub:
       kubeconfig: /etc/fleet/hub.kubeconfig
 
@@ -567,7 +680,8 @@ RETURN = r"""
 changes:
   description:
     - Every object the run looked at (or would change, in check mode), in order - V(member) or V(hub), then
-      C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted) or V(absent).
+      C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted) or
+      V(absent).
   returned: always
   type: list
   elements: str
@@ -589,15 +703,15 @@ reason:
   description:
     - Why the run requested a certificate (Karmada) or wrote the bootstrap kubeconfig (OCM); null when the stored
       credentials were kept.
-    - OCM in check mode on a cluster that does not serve the Klusterlet API yet - that the join is not previewed (only the
-      identity checks ran).
+    - OCM in check mode on a cluster that does not serve the Klusterlet API yet - that the join is not previewed (only
+      the identity checks ran).
   returned: when O(state=present)
   type: str
   sample: the certificate expires at 2027-01-02T03:04:05Z, within the renewal window
 cluster_id:
   description:
     - The member's cluster id, the UID of its C(kube-system) namespace - the Karmada Cluster's C(spec.id), and on OCM
-      recorded on the ManagedCluster (annotation C(multicluster.fleet/cluster-id)) when O(accept) accepts it. With
+      recorded on the ManagedCluster (annotation C(multicluster.fleet/cluster-id)) when O(ocm.accept) accepts it. With
       O(hub) and O(wait), the Karmada Cluster gets the same annotation once its agent has created it. Then, and on OCM
       acceptance, the hub also records it in ConfigMap C(kube-system/multicluster-fleet.<engine>.<cluster>), the record
       of a cluster this collection registered, which M(multicluster.fleet.cluster_prune) reads.
@@ -615,17 +729,17 @@ csr_resumed:
   description:
     - Karmada, with RV(csr_name) set - whether that CSR is one an earlier run posted and this run resumed (V(true)),
       perhaps approved already, rather than a new one (V(false)); null when no CSR was needed.
-    - A task approving the CSR (M(multicluster.fleet.csr_accept)) sets O(multicluster.fleet.csr_accept#module:expect_new_csr)
-      only for a new one.
+    - A task approving the CSR (M(multicluster.fleet.csr_accept)) sets
+      O(multicluster.fleet.csr_accept#module:expect_new_csr) only for a new one.
   returned: when O(state=present) and O(engine=karmada)
   type: bool
   sample: false
 accepted:
   description:
-    - With O(accept), the acceptance of the cluster on the hub, as an entry of the C(clusters) that
+    - With O(ocm.accept), the acceptance of the cluster on the hub, as an entry of the C(clusters) that
       M(multicluster.fleet.csr_accept) returns - C(name), C(accepted), C(approved) (the CSRs approved), C(rejected),
       C(denied). Null in check mode before the cluster's klusterlet has registered.
-  returned: when O(state=present), O(engine=ocm) and O(accept)
+  returned: when O(state=present), O(engine=ocm) and O(ocm.accept)
   type: dict
   sample: {name: member7, accepted: true, approved: [member7-x7k2p], rejected: [], denied: []}
 waited_for:
@@ -653,8 +767,8 @@ certificate_expiration:
   type: str
   sample: "2027-11-22T03:22:19Z"
 proxy_server_address:
-  description: The agent's C(--proxy-server-address) (the Cluster's C(spec.proxyURL)), O(proxy_server_address); null when
-    not set.
+  description: The agent's C(--proxy-server-address) (the Cluster's C(spec.proxyURL)), O(karmada.proxy_server_address);
+    null when not set.
   returned: when O(state=present) and O(engine=karmada)
   type: str
   sample: http://member6-gateway.example.com:8118
@@ -680,12 +794,12 @@ ca_pins:
   elements: str
 hub_change:
   description:
-    - What differs between the hub the member's stored hub kubeconfig reaches and the one this run asks for (re-bootstrap,
-      see the hub changes guide); null when nothing does, or the member has no usable stored kubeconfig.
+    - What differs between the hub the member's stored hub kubeconfig reaches and the one this run asks for
+      (re-bootstrap, see the hub changes guide); null when nothing does, or the member has no usable stored kubeconfig.
     - V(address) (C(from), C(to)) when O(hub_apiserver) changed; V(ca) (C(from), C(to), CA pins) when none of the stored
       CA's pins is in O(ca_cert_hashes). Karmada keeps the agent's certificate when the hub's CA still vouches for it
       and only rewrites the agent kubeconfig (no CSR); OCM rewrites the bootstrap kubeconfig and the klusterlet requests
-      a new certificate, which O(accept) approves. Check mode reports it without writing.
+      a new certificate, which O(ocm.accept) approves. Check mode reports it without writing.
   returned: when O(state=present)
   type: dict
   sample: {"address": {"from": "https://10.0.0.1:6443", "to": "https://hub.example.com:6443"}}
@@ -694,9 +808,9 @@ removed_from_hub:
     - Whether the klusterlet holds a certificate for a cluster the hub no longer has (its ManagedCluster removed, by
       C(prune.yml) or by hand, after it registered), which the hub no longer honours. The run then asks the klusterlet
       operator to bootstrap again (Klusterlet status condition C(RebootstrapProgressing)), with this run's token; the
-      klusterlet creates the ManagedCluster again and requests a new certificate, which O(accept) approves. Only with
-      O(hub); a Karmada member in that state (neither its Cluster nor its agent's hub RBAC left) gets a new certificate as
-      at registration, and RV(reason) says why.
+      klusterlet creates the ManagedCluster again and requests a new certificate, which O(ocm.accept) approves. Only
+      with O(hub); a Karmada member in that state (neither its Cluster nor its agent's hub RBAC left) gets a new
+      certificate as at registration, and RV(reason) says why.
   returned: when O(state=present) and O(engine=ocm)
   type: bool
 downgrade:
@@ -730,12 +844,47 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import W
 
 
 def run(module):
-    params = module.params
+    params = engines.scoped_options(module.params["engine"], module_spec()["argument_spec"], module.params)
     reg = registrar.Registration(params)
     hub = module.cluster(params["hub"], role="hub") if params["hub"] else None
     hosting = module.cluster(params["hosting"], role="hosting") if params["hosting"] else None
     member = module.cluster(name=params["cluster_name"])
     return register.run(member, hub, reg, module.check_mode, hosting=hosting)
+
+
+# The options of one engine only: suboptions karmada and ocm (engines.scoped_options).
+KARMADA_OPTIONS = dict(
+    csr_wait_timeout=dict(type="int", default=300),
+    cert_expiration_seconds=dict(type="int", default=31536000),
+    allow_mode_change=dict(type="bool", default=False),
+    deploy_agent=dict(type="bool", default=False),
+    agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
+    agent_replicas=dict(type="int", default=1),
+    enable_cert_rotation=dict(type="bool", default=False),
+    cert_rotation_checking_interval=dict(type="str", default=karmada.CERT_ROTATION_CHECKING_INTERVAL),
+    cert_rotation_remaining_time_threshold=dict(type="float", default=karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD),
+    provider=dict(type="str"),
+    region=dict(type="str"),
+    zones=dict(type="list", elements="str"),
+    proxy_server_address=dict(type="str"),
+)
+OCM_OPTIONS = dict(
+    accept=dict(type="bool", default=False),
+    klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
+    klusterlet_spec=dict(type="dict"),
+    managed_kubeconfig=dict(type="path"),
+    registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),
+    grpc_server=dict(type="str"),
+    grpc_ca_pem=dict(type="str"),
+    client_cert_expiration_seconds=dict(type="int"),
+)
+# Their flat names of version 1: deprecated top-level options without defaults, which the module folds in.
+DEPRECATED = dict(removed_in_version="3.0.0", removed_from_collection="multicluster.fleet")
+
+
+def flat_options(options):
+    return dict((name, dict(dict((k, v) for k, v in spec.items() if k != "default"), **DEPRECATED))
+                for name, spec in options.items())
 
 
 def module_spec():
@@ -750,40 +899,22 @@ def module_spec():
         unsafe_skip_ca_verification=dict(type="bool", default=False),
         force_internal_endpoint_lookup=dict(type="bool", default=False),
         discovery_timeout=dict(type="int", default=30),
-        csr_wait_timeout=dict(type="int", default=300),
-        cert_expiration_seconds=dict(type="int", default=31536000),
         renew_before=dict(type="int", default=registrar.DEFAULT_RENEW_BEFORE_DAYS),
         api_endpoint=dict(type="str"),
-        accept=dict(type="bool", default=False),
-        allow_mode_change=dict(type="bool", default=False),
-        deploy_agent=dict(type="bool", default=False),
-        agent_image=dict(type="str", default=karmada.DEFAULT_AGENT_IMAGE),
         hub_version=dict(type="str"),
         allow_downgrade=dict(type="bool", default=False),
-        enable_cert_rotation=dict(type="bool", default=False),
-        cert_rotation_checking_interval=dict(type="str", default=karmada.CERT_ROTATION_CHECKING_INTERVAL),
-        cert_rotation_remaining_time_threshold=dict(type="float", default=karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD),
-        client_cert_expiration_seconds=dict(type="int"),
-        agent_replicas=dict(type="int", default=1),
-        provider=dict(type="str"),
-        region=dict(type="str"),
-        zones=dict(type="list", elements="str"),
         force=dict(type="bool", default=False),
-        klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
-        klusterlet_spec=dict(type="dict"),
         hosting=cluster_argument_spec(),
-        managed_kubeconfig=dict(type="path"),
-        registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),
-        grpc_server=dict(type="str"),
-        grpc_ca_pem=dict(type="str"),
         proxy_url=dict(type="str"),
         proxy_ca_cert=dict(type="path"),
-        proxy_server_address=dict(type="str"),
         hub=cluster_argument_spec(),
-        **dict(WAIT_ARG_SPEC, wait_timeout=dict(WAIT_ARG_SPEC["wait_timeout"], default=60))
+        karmada=dict(type="dict", options=KARMADA_OPTIONS),
+        ocm=dict(type="dict", options=OCM_OPTIONS,
+                 required_if=[("registration_driver", "grpc", ("grpc_server", "grpc_ca_pem"))]),
+        **dict(WAIT_ARG_SPEC, wait_timeout=dict(WAIT_ARG_SPEC["wait_timeout"], default=60),
+               **dict(flat_options(KARMADA_OPTIONS), **flat_options(OCM_OPTIONS)))
     ), role="member", environment=False,
-        required_if=[("state", "present", ("hub_apiserver", "token")), ("klusterlet_mode", "Hosted", ("hosting",)),
-                     ("klusterlet_mode", "SingletonHosted", ("hosting",))],
+        required_if=[("state", "present", ("hub_apiserver", "token"))],
         required_by={"proxy_ca_cert": ("proxy_url",)})
 
 

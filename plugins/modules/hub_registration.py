@@ -155,8 +155,9 @@ ca_cert_hashes:
 grpc:
   description:
     - OCM - the gRPC registration endpoint members use with the C(grpc) registration driver, when the ClusterManager
-      has that driver; null otherwise. For M(multicluster.fleet.cluster_register)'s O(multicluster.fleet.cluster_register#module:grpc_server)
-      and O(multicluster.fleet.cluster_register#module:grpc_ca_pem).
+      has that driver; null otherwise. For M(multicluster.fleet.cluster_register)'s
+      O(multicluster.fleet.cluster_register#module:ocm.grpc_server) and
+      O(multicluster.fleet.cluster_register#module:ocm.grpc_ca_pem).
   returned: state is present
   type: dict
   contains:

@@ -23,8 +23,9 @@ Everything else runs as ansible-core runs any module, and a ``-vvv`` line says w
 interpreter, become, async, ``ANSIBLE_KEEP_REMOTE_FILES``, the off switch (the variable
 ``multicluster_fleet_module_process`` or the environment variable ``MULTICLUSTER_FLEET_MODULE_PROCESS``), no
 ``os.fork``, or anything the controller-side run does not reproduce exactly: an internal argument it does not know
-(a newer ansible-core's), ``ignore_unknown_opts``, deprecated options or aliases, an option and its alias both given
-inside a suboption (ansible-core would warn from inside its validator), a ``no_log`` option that is not a string.
+(a newer ansible-core's), ``ignore_unknown_opts``, deprecated options or aliases that the task gives, an option and its
+alias both given inside a suboption (ansible-core would warn from inside its validator), a ``no_log`` option that is not
+a string.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -205,7 +206,11 @@ def spec_problem(spec, params, prefix=""):
     """What in ``spec`` (with ``params``) ControllerModule would not reproduce as AnsibleModule does, or None."""
     params = params if isinstance(params, dict) else {}
     for name, option in spec.items():
-        if option.get("deprecated_aliases") or option.get("removed_in_version") or option.get("removed_at_date"):
+        given = [key for key in [name] + list(option.get("aliases") or []) if key in params]
+        deprecated = [alias["name"] for alias in option.get("deprecated_aliases") or []]
+        if option.get("removed_in_version") or option.get("removed_at_date"):
+            deprecated += [name] + list(option.get("aliases") or [])
+        if set(given) & set(deprecated):  # ansible-core warns of a deprecated option only when it is given
             return "option %s%s is deprecated or has deprecated aliases" % (prefix, name)
         if option.get("no_log") and option.get("type", "str") != "str":
             return "no_log option %s%s is not a string" % (prefix, name)

@@ -195,7 +195,8 @@ ROWS = [
     ("cluster_info", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must not be negative, got -1"]),
     ("cluster_join", "negative wait_timeout", lambda c: dict(wait=True, wait_timeout=-1), ["wait_timeout must be at least 1 second, got -1"]),
     ("bootstrap_token", "negative ttl", lambda c: dict(ttl=-1), ["ttl must not be negative, got -1"]),
-    ("cluster_register", "negative csr_wait_timeout", lambda c: dict(csr_wait_timeout=-1), ["csr_wait_timeout must be at least 1"]),
+    ("cluster_register", "negative csr_wait_timeout", lambda c: dict(karmada={"csr_wait_timeout": -1}),
+     ["karmada.csr_wait_timeout must be at least 1"]),
     ("bootstrap_token", "ttl of eleven million years", lambda c: dict(ttl="99999999999h"),
      ["ttl '99999999999h' is longer than 100 years", "use 0 for a token that never expires"]),
     ("k8s_objects", "src that is a binary file", lambda c: dict(objects=None, src=c.binary),
@@ -209,14 +210,14 @@ ROWS = [
     ("cluster_register", "hub_version that names no release", lambda c: dict(hub_version="../../evil"),
      ["hub_version must name a release, vX.Y.Z or X.Y.Z", "not '../../evil'"]),
     ("cluster_register", "agent_image with a path for a tag", lambda c: dict(
-        deploy_agent=True, agent_image="docker.io/karmada/karmada-agent:v../../evil"),
-     ["agent_image must be an image reference", "not 'docker.io/karmada/karmada-agent:v../../evil'"]),
+        karmada={"deploy_agent": True, "agent_image": "docker.io/karmada/karmada-agent:v../../evil"}),
+     ["karmada.agent_image must be an image reference", "not 'docker.io/karmada/karmada-agent:v../../evil'"]),
     ("cluster_register", "agent_image with a command in its tag", lambda c: dict(
-        deploy_agent=True, agent_image="docker.io/karmada/karmada-agent:v1.19.0;id"),
-     ["agent_image must be an image reference", "v1.19.0;id"]),
+        karmada={"deploy_agent": True, "agent_image": "docker.io/karmada/karmada-agent:v1.19.0;id"}),
+     ["karmada.agent_image must be an image reference", "v1.19.0;id"]),
     ("cluster_register", "klusterlet image from a registry that is no image prefix", lambda c: dict(
-        engine="ocm", ca_cert_hashes=[], klusterlet_spec={"registrationImagePullSpec": "evil.example.com/ocm;x/registration:v1.3.1"}),
-     ["klusterlet_spec.registrationImagePullSpec must be an image reference", "evil.example.com/ocm;x"]),
+        engine="ocm", ca_cert_hashes=[], ocm={"klusterlet_spec": {"registrationImagePullSpec": "evil.example.com/ocm;x/registration:v1.3.1"}}),
+     ["ocm.klusterlet_spec.registrationImagePullSpec must be an image reference", "evil.example.com/ocm;x"]),
     # cluster sets (OCM only)
     ("cluster_set", "uppercase set name", lambda c: dict(name="Bad-Input"), ["invalid cluster set name 'Bad-Input'"]),
     ("cluster_set", "64-character set name", lambda c: dict(name="s" * 64), ["of 1 to 63 characters"]),

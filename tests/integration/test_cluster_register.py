@@ -10,6 +10,7 @@ import datetime
 import http.server
 import json
 import os
+import re
 import ssl
 import tempfile
 import threading
@@ -23,7 +24,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.registration im
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import join
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import CSR, NAMESPACE, SECRET
 from agents import agent_csrs, approve_when_posted, auth, connection, delete_all, delete_token, join_credentials
-from runner import run_module
+from runner import recap_of, run_module, run_playbook
 
 import lab as fleet_lab
 import labstate
@@ -77,9 +78,10 @@ def karmada_env(lab, hub_prepared, hub_api):
                + ([] if had_cluster_namespace else [(hub_api, NAMESPACE, karmada.DEFAULT_CLUSTER_NAMESPACE, None)]))
 
 
-def karmada_args(lab, join, **extra):
+def karmada_args(lab, join, karmada_options=None, **extra):
     args = dict(auth(lab, K_MEMBER), engine="karmada", cluster_name=K_NAME, hub_apiserver=join["hub_apiserver"],
-                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, "hub"), csr_wait_timeout=60)
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, "hub"),
+                karmada=dict(csr_wait_timeout=60, **(karmada_options or {})))
     args.update(extra)
     return args
 
@@ -261,7 +263,7 @@ def test_karmada_renewal(lab, hub_api, karmada_env, karmada_registered):
     known = agent_csrs(hub_api, K_NAME)
     started = datetime.datetime.now(datetime.timezone.utc)
     result = approve_when_posted(lab, "karmada", K_NAME, known, lambda: run_module(
-        "cluster_register", karmada_args(lab, karmada_env[1], renew_before=400, cert_expiration_seconds=7200)))
+        "cluster_register", karmada_args(lab, karmada_env[1], {"cert_expiration_seconds": 7200}, renew_before=400)))
     finished = datetime.datetime.now(datetime.timezone.utc)
     assert result["rc"] == 0, result.get("msg")
     assert result["changed"] and "within the renewal window" in result["reason"] and result["csr_name"] not in known
@@ -458,9 +460,14 @@ def test_ocm_grpc_driver_writes_its_bootstrap_config(lab, hub_api, ocm_env):
     joins, sims = ocm_env
     member = connection(auth(lab, O_MEMBER), O_MEMBER)
     ca_pem = open(lab.clusters["hub"]["ca_cert"]).read()
-    args = ocm_args(lab, joins["service_account"], registration_driver="grpc", grpc_server="grpc.hub.lab:443", grpc_ca_pem=ca_pem)
-    missing = run_module("cluster_register", dict(args, grpc_ca_pem=None))
-    assert missing["rc"] == 1 and "needs grpc_server and grpc_ca_pem" in missing["msg"]
+    grpc = dict(registration_driver="grpc", grpc_server="grpc.hub.lab:443", grpc_ca_pem=ca_pem)
+    args = ocm_args(lab, joins["service_account"], ocm=grpc)
+    without = dict((key, value) for key, value in grpc.items() if key != "grpc_ca_pem")
+    missing = run_module("cluster_register", dict(args, ocm=without))
+    assert missing["rc"] == 1, missing
+    assert missing["msg"] == "registration_driver is grpc but all of the following are missing: grpc_ca_pem found in ocm"
+    null = run_module("cluster_register", dict(args, ocm=dict(without, grpc_ca_pem=None)))  # present for ansible-core
+    assert null["rc"] == 1 and null["msg"] == "ocm.registration_driver is grpc but ocm.grpc_ca_pem missing", null
     planned = run_module("cluster_register", args, check_mode=True)
     assert planned["rc"] == 0 and planned["changed"] is True
     assert resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
@@ -477,6 +484,37 @@ def test_ocm_grpc_driver_writes_its_bootstrap_config(lab, hub_api, ocm_env):
         assert again["rc"] == 0 and again["changed"] is False
     if sims:  # the klusterlet simulation of the join test: it cannot speak grpc, and says so
         sims[0].wait_for(lambda: "grpc" in sims[0].status, 10, "the klusterlet noticing the grpc driver")
+    gone = run_module("cluster_register", dict(auth(lab, O_MEMBER), engine="ocm", cluster_name=O_NAME, state="absent",
+                                               hub=auth(lab, "hub")))
+    assert gone["rc"] == 0 and resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
+
+
+def test_a_playbook_with_the_deprecated_flat_options_still_joins(lab, hub_api, ocm_env):
+    """A task of version 1 - the OCM options by their flat names - joins, changed then unchanged, and ansible-core shows
+    the deprecation of each flat name; the module runs as a module process then (ModuleInWorkerAction: its controller-side
+    run cannot show deprecations). The grpc driver keeps the klusterlet simulation of the join test from joining."""
+    joins, sims = ocm_env
+    member = connection(auth(lab, O_MEMBER), O_MEMBER)
+    ca_pem = open(lab.clusters["hub"]["ca_cert"]).read()
+    flat = dict(registration_driver="grpc", grpc_server="grpc.hub.lab:443", grpc_ca_pem=ca_pem, klusterlet_mode="Default",
+                client_cert_expiration_seconds=7200)
+    task = {"name": "join with the flat options", "multicluster.fleet.cluster_register": ocm_args(
+        lab, joins["service_account"], **flat)}
+    playbook = [{"hosts": "localhost", "gather_facts": False, "tasks": [task]}]
+    environment = {"ANSIBLE_DEPRECATION_WARNINGS": "true", "ANSIBLE_VERBOSITY": "3"}
+    runs = [run_playbook(playbook, env=environment) for dummy in range(2)]
+    for run, changed in zip(runs, (1, 0)):
+        output = run.stdout + run.stderr
+        assert run.returncode == 0, output[-3000:]
+        assert recap_of(run.stdout)["localhost"]["changed"] == changed, output[-3000:]
+        for name in flat:
+            assert re.search(r"\[DEPRECATION WARNING\]: Param '%s' is deprecated\. See the module docs for more information\."
+                             r"\s+This feature will be removed from collection 'multicluster\.fleet' version 3\.0\.0\." % name, output), name
+        assert "running multicluster.fleet.cluster_register as a module process: option" in output
+        assert joins["service_account"]["token"] not in output
+    spec = resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)["spec"]
+    assert spec["deployOption"] == {"mode": "Default"} and spec["registrationConfiguration"] == {
+        "registrationDriver": {"authType": "grpc"}, "clientCertExpirationSeconds": 7200}
     gone = run_module("cluster_register", dict(auth(lab, O_MEMBER), engine="ocm", cluster_name=O_NAME, state="absent",
                                                hub=auth(lab, "hub")))
     assert gone["rc"] == 0 and resources.get(member, ocm.KLUSTERLET, ocm.KLUSTERLET_NAME) is None
@@ -503,7 +541,7 @@ def hosted_env(lab, hub_prepared, hub_api, ocm_env):
 
 def hosted_args(lab, join, **extra):
     args = dict(auth(lab, H_MEMBER), engine="ocm", cluster_name=H_NAME, hub_apiserver=join["hub_apiserver"],
-                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], klusterlet_mode="Hosted",
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], ocm={"klusterlet_mode": "Hosted"},
                 hosting=auth(lab, H_HOSTING))
     args.update(extra)
     return args
@@ -545,7 +583,8 @@ def test_ocm_hosted_join_accept_and_unjoin(lab, hub_api, ocm_env, hosted_env):
         again = run_module("cluster_register", hosted_args(lab, joins["service_account"]), check_mode=check_mode)
         assert again["rc"] == 0 and again["changed"] is False and again["joined"] is True
     gone = run_module("cluster_register", dict(auth(lab, H_MEMBER), engine="ocm", cluster_name=H_NAME, state="absent",
-                                               klusterlet_mode="Hosted", hosting=auth(lab, H_HOSTING), hub=auth(lab, "hub")))
+                                               ocm={"klusterlet_mode": "Hosted"}, hosting=auth(lab, H_HOSTING),
+                                               hub=auth(lab, "hub")))
     assert gone["rc"] == 0, gone.get("msg")
     assert gone["changes"] == ["hosting Klusterlet/%s: deleted" % namespace,
                                "hosting Secret/%s/bootstrap-hub-kubeconfig: deleted" % namespace,

@@ -377,7 +377,7 @@ class Registration:
     def __init__(self, lab, hub_auth, name, token, found):
         self.member_auth = {"kubeconfig": lab.clusters["member1"]["kubeconfig"], "context": "member1"}
         self.args = dict(self.member_auth, engine="karmada", cluster_name=name, hub_apiserver=found["server"], token=token,
-                         ca_cert_hashes=found["ca_pins"], hub=hub_auth, csr_wait_timeout=60)
+                         ca_cert_hashes=found["ca_pins"], hub=hub_auth, karmada={"csr_wait_timeout": 60})
         self.name = name
         self.thread = None
         self.result = {}

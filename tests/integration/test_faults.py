@@ -185,11 +185,13 @@ def tokens(lab):
                 raise
 
 
-def pull_args(lab, join, **extra):
+def pull_args(lab, join, csr_wait_timeout=None, **extra):
     """member2's registration with the module, as karmadactl register: the karmada-agent's Deployment too, which starts
     the agent (simulated) that creates its Cluster."""
     return dict(auth(lab, PULL), engine="karmada", cluster_name=PULL, hub_apiserver=join["hub_apiserver"], token=join["token"],
-                ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, lab.hub), deploy_agent=True, **extra)
+                ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, lab.hub),
+                karmada=dict({"deploy_agent": True}, **({"csr_wait_timeout": csr_wait_timeout} if csr_wait_timeout else {})),
+                **extra)
 
 
 def member_bookkeeping(lab, member):

@@ -243,7 +243,7 @@ class TestKarmadaPushAndPull:
         pulled = inventory(lab, tmp_path, "karmada", "push-to-pull", member1="pull", member2="pull")
         refused_before_anything_is_written(lab, pulled, ["member1"], (
             "Cluster 'member1' is registered on the hub in Push mode; registering it by pull would make it a Pull "
-            "member: set allow_mode_change=true"))
+            "member: set karmada.allow_mode_change=true"))
 
 
 class TestKarmadaPullAndPull:

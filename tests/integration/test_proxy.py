@@ -140,7 +140,7 @@ def karmada_join(lab, hub_api, hub_prepared):
 
 def karmada_args(lab, join, proxy_url, **extra):
     return dict(auth(lab, MEMBER), engine="karmada", cluster_name=K_NAME, hub_apiserver=join["hub_apiserver"],
-                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, "hub"), csr_wait_timeout=90,
+                token=join["token"], ca_cert_hashes=join["ca_cert_hashes"], hub=auth(lab, "hub"), karmada={"csr_wait_timeout": 90},
                 proxy_url=proxy_url, **extra)
 
 

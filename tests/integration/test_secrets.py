@@ -110,7 +110,7 @@ def module_plays(lab, state):
             {"name": "Join member1", "multicluster.fleet.cluster_join": dict(hub, cluster_name="member1", member=member1)},
             {"name": "Register member2", "multicluster.fleet.cluster_register": dict(
                 member2, engine="karmada", cluster_name="member2", hub_apiserver="{{ join.hub_apiserver }}",
-                token="{{ join.token }}", ca_cert_hashes="{{ join.ca_cert_hashes }}", hub=hub, csr_wait_timeout=60)},
+                token="{{ join.token }}", ca_cert_hashes="{{ join.ca_cert_hashes }}", hub=hub, karmada={"csr_wait_timeout": 60})},
             {"name": "Accept member2", "multicluster.fleet.csr_accept": dict(hub, engine="karmada", clusters=["member2"])},
             {"name": "Wait for the members", "multicluster.fleet.cluster_info": dict(
                 hub, engine="karmada", wait=True, wait_sleep=1, wait_timeout=60)},

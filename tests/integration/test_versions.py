@@ -19,6 +19,7 @@ from runner import ROOT, recap_of, run_module, run_playbook, summary
 
 DEPLOYMENT = "/apis/apps/v1/namespaces/karmada-system/deployments/karmada-agent"
 KLUSTERLET = "/apis/operator.open-cluster-management.io/v1/klusterlets/klusterlet"
+AGENT = {"deploy_agent": True, "enable_cert_rotation": True, "cert_rotation_checking_interval": "10m"}  # what site.yml set
 
 
 def auth(lab, name):
@@ -96,9 +97,8 @@ class TestKarmada:
     def test_a_renewal_rolls_the_agent(self, lab, simulations):
         before = lab.api("member2").get(DEPLOYMENT)
         result = run_module("cluster_register", dict(
-            auth(lab, "member2"), engine="karmada", cluster_name="member2", hub=auth(lab, "hub"), deploy_agent=True,
-            enable_cert_rotation=True, cert_rotation_checking_interval="10m", renew_before=400, hub_version="v1.18.2",
-            csr_wait_timeout=60, **join(lab)))
+            auth(lab, "member2"), engine="karmada", cluster_name="member2", hub=auth(lab, "hub"), renew_before=400,
+            hub_version="v1.18.2", karmada=dict(AGENT, csr_wait_timeout=60), **join(lab)))
         assert result["rc"] == 0, result.get("msg")
         assert result["changed"] and "within the renewal window" in result["reason"]
         assert "member Deployment/karmada-system/karmada-agent: updated" in result["changes"]
@@ -112,10 +112,10 @@ class TestKarmada:
         assert agent_of(lab, "karmada", "member2")["certificate_expiration"] == result["certificate_expiration"]
 
     def test_the_skew_rule(self, lab, simulations):
-        args = dict(auth(lab, "member2"), engine="karmada", cluster_name="member2", hub=auth(lab, "hub"), deploy_agent=True,
-                    enable_cert_rotation=True, cert_rotation_checking_interval="10m", **join(lab))
+        args = dict(auth(lab, "member2"), engine="karmada", cluster_name="member2", hub=auth(lab, "hub"), karmada=AGENT,
+                    **join(lab))
         before = lab.api("member2").get(DEPLOYMENT)
-        newer = run_module("cluster_register", dict(args, agent_image="docker.io/karmada/karmada-agent:v1.19.0",
+        newer = run_module("cluster_register", dict(args, karmada=dict(AGENT, agent_image="docker.io/karmada/karmada-agent:v1.19.0"),
                                                     hub_version="v1.18.2"))
         assert newer["rc"] == 1 and not newer.get("changed")
         assert newer["msg"] == ("agent version v1.19.0 is newer than the hub's v1.18.2: an agent never runs a newer release "
@@ -155,7 +155,7 @@ class TestOcm:
         before = lab.api("member1").get(KLUSTERLET)
         spec = {"registrationImagePullSpec": "quay.io/open-cluster-management/registration:v1.4.0"}
         refused = run_module("cluster_register", dict(
-            auth(lab, "member1"), engine="ocm", cluster_name="member1", hub=auth(lab, "hub"), klusterlet_spec=spec,
+            auth(lab, "member1"), engine="ocm", cluster_name="member1", hub=auth(lab, "hub"), ocm={"klusterlet_spec": spec},
             hub_version="v1.4.0", hub_apiserver=lab.clusters["hub"]["server"], token="abcdef.0123456789abcdef",
             ca_cert_hashes=bootstrap.pins_of_bundle(open(lab.clusters["hub"]["ca_cert"]).read())))
         # the release the hub's ClusterManager shows (v1.3.1) wins over the declared one; refused before anything is read

@@ -59,7 +59,7 @@ class KarmadaEngine(Engine):
     def check_pull_registration(self, existing, cluster_name, allow_mode_change):
         if self.is_push(existing) and not allow_mode_change:
             raise FleetError("Cluster '%s' is registered on the hub in Push mode; registering it by pull would make it a "
-                             "Pull member: set allow_mode_change=true to do so, or keep joining it with "
+                             "Pull member: set karmada.allow_mode_change=true to do so, or keep joining it with "
                              "multicluster.fleet.cluster_join" % cluster_name)
 
     def is_push(self, member):
@@ -99,19 +99,6 @@ class KarmadaEngine(Engine):
     def running_agent_image(self, reg, member, runtime):
         return agents.deployment_image(resources.get(member, resources.DEPLOYMENT, karmada.AGENT_NAME,
                                                      karmada.AGENT_NAMESPACE))
-
-    def check_registration_options(self, params):
-        if params.get("klusterlet_mode") or (params.get("registration_driver") or "csr") != "csr":
-            raise FleetError("klusterlet_mode and registration_driver are OCM settings; engine is %s" % self.name)
-        if params.get("accept"):
-            raise FleetError("accept is an OCM setting (clusteradm accept); a Karmada hub approves agent CSRs itself, or "
-                             "with multicluster.fleet.csr_accept; engine is %s" % self.name)
-        if params.get("klusterlet_spec") is not None:
-            raise FleetError("klusterlet_spec is an OCM setting (the Klusterlet's images and resources); engine is %s"
-                             % self.name)
-        if params.get("client_cert_expiration_seconds") is not None:
-            raise FleetError("client_cert_expiration_seconds is an OCM setting (the Klusterlet's); a Karmada agent "
-                             "certificate's lifetime is cert_expiration_seconds; engine is %s" % self.name)
 
     def agent_lease(self, cluster):
         return karmada.DEFAULT_CLUSTER_NAMESPACE, cluster

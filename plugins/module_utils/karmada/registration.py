@@ -184,8 +184,8 @@ class KarmadaRegistration(Registrar):
         if reg.state != "present":
             return self.absent()
         if reg.wait and not (reg.deploy_agent or self.hub):
-            raise FleetError("wait (Karmada) waits for the karmada-agent this module deploys (deploy_agent) and for the hub "
-                             "to report the cluster Ready (hub): set deploy_agent or hub")
+            raise FleetError("wait (Karmada) waits for the karmada-agent this module deploys (karmada.deploy_agent) and for "
+                             "the hub to report the cluster Ready (hub): set karmada.deploy_agent or hub")
         return self.agent(self.present())
 
     # --- the CSR in flight ---------------------------------------------------------------------------

@@ -176,14 +176,14 @@ KLUSTERLET_IMAGE_FIELDS = ("registrationImagePullSpec", "workImagePullSpec", "im
 def validate_klusterlet_spec(fields):
     """FleetError unless ``fields`` (option klusterlet_spec) leaves the registration fields to the registration."""
     if not isinstance(fields, dict):
-        raise FleetError("klusterlet_spec must be a dict of Klusterlet spec fields, got %s" % type(fields).__name__)
+        raise FleetError("ocm.klusterlet_spec must be a dict of Klusterlet spec fields, got %s" % type(fields).__name__)
     taken = sorted(set(fields) & set(KLUSTERLET_REGISTRATION_FIELDS))
     taken += ["%s.%s" % (parent, child) for parent, child in (("deployOption", "mode"),
                                                               ("registrationConfiguration", "registrationDriver"))
               if child in (fields.get(parent) or {})]
     if taken:
-        raise FleetError("klusterlet_spec must not set %s: the registration writes them from cluster_name, api_endpoint, "
-                         "klusterlet_mode and registration_driver" % ", ".join(taken))
+        raise FleetError("ocm.klusterlet_spec must not set %s: the registration writes them from cluster_name, api_endpoint, "
+                         "ocm.klusterlet_mode and ocm.registration_driver" % ", ".join(taken))
 
 
 def klusterlet(cluster_name, api_endpoint, placement, driver="csr", fields=None, client_cert_expiration_seconds=None):

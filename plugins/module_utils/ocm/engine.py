@@ -104,12 +104,12 @@ class OcmEngine(Engine):
 
     def klusterlet_placement(self, cluster_name, mode, driver):
         if mode is not None and mode not in ocm.KLUSTERLET_MODES:
-            raise FleetError("klusterlet_mode must be one of %s, got %r" % (", ".join(ocm.KLUSTERLET_MODES), mode))
+            raise FleetError("ocm.klusterlet_mode must be one of %s, got %r" % (", ".join(ocm.KLUSTERLET_MODES), mode))
         if driver not in ocm.REGISTRATION_DRIVERS:
-            raise FleetError("registration_driver must be one of %s, got %r" % (", ".join(ocm.REGISTRATION_DRIVERS), driver))
+            raise FleetError("ocm.registration_driver must be one of %s, got %r" % (", ".join(ocm.REGISTRATION_DRIVERS), driver))
         placement = ocm.Placement(cluster_name, mode)
         if placement.hosted and len(cluster_name) > ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH:
-            raise FleetError("cluster name %r is too long for klusterlet_mode %s: the Klusterlet and its namespace on the "
+            raise FleetError("cluster name %r is too long for ocm.klusterlet_mode %s: the Klusterlet and its namespace on the "
                              "hosting cluster are named %s<cluster>, so the name may have at most %d characters"
                              % (cluster_name, mode, ocm.HOSTED_PREFIX, ocm.HOSTED_CLUSTER_NAME_MAX_LENGTH))
         return placement
@@ -129,23 +129,6 @@ class OcmEngine(Engine):
         except client.NotFound:  # no Klusterlet API yet: nothing runs
             return None
         return ((klusterlet or {}).get("spec") or {}).get("registrationImagePullSpec")
-
-    def check_registration_options(self, params):
-        if params.get("deploy_agent") or params.get("provider") or params.get("region") or params.get("zones"):
-            raise FleetError("deploy_agent, provider, region and zones are Karmada settings (the klusterlet is installed by "
-                             "role multicluster.fleet.agent_install); engine is %s" % self.name)
-        if params.get("enable_cert_rotation"):
-            raise FleetError("enable_cert_rotation is a Karmada setting (the karmada-agent's); the OCM registration agent "
-                             "renews its certificate itself (client_cert_expiration_seconds sets its lifetime); engine is %s"
-                             % self.name)
-        if params.get("allow_mode_change"):
-            raise FleetError("allow_mode_change is a Karmada setting (an OCM cluster has no Push or Pull mode); engine is %s"
-                             % self.name)
-        if params.get("proxy_server_address"):
-            raise FleetError("%s: proxy_server_address is a Karmada setting (the agent's --proxy-server-address, which sets "
-                             "the Cluster's spec.proxyURL); engine is %s" % (client.describe(params["cluster_name"]), self.name))
-        if params.get("klusterlet_spec") is not None:
-            ocm.validate_klusterlet_spec(params["klusterlet_spec"])
 
     agent_status = (ocm.KLUSTERLET, ocm.KLUSTERLET_NAME)
 

@@ -75,7 +75,7 @@ class OcmRegistration(Registrar):
         if reg.state != "present":
             return self.absent()
         if reg.placement.hosted and not reg.managed_kubeconfig:
-            raise FleetError("a Hosted klusterlet needs the managed cluster's kubeconfig (managed_kubeconfig)")
+            raise FleetError("a Hosted klusterlet needs the managed cluster's kubeconfig (ocm.managed_kubeconfig)")
         if reg.accept and not self.hub:
             raise FleetError("accept needs the hub's admin credentials (hub), with which clusteradm accept runs")
         joined = self.present()

@@ -29,8 +29,8 @@ def run(member, hub, reg, check_mode=False, hosting=None):
     """
     hosted = bool(reg.placement and reg.placement.hosted)
     if hosted != bool(hosting):
-        raise FleetError("klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode if hosted else
-                         "hosting is only used with klusterlet_mode Hosted or SingletonHosted")
+        raise FleetError("ocm.klusterlet_mode %s needs the hosting cluster's connection (hosting)" % reg.placement.mode
+                         if hosted else "hosting is only used with ocm.klusterlet_mode Hosted or SingletonHosted")
     skew = versions.check_agent(reg.engine, reg, hub, check_mode) if reg.state == "present" else None
     downgrade = versions.check_downgrade(reg.engine, reg, member, hosting or member) if reg.state == "present" else None
     result = reg.engine.registration(member, hub, reg, check_mode, hosting).run()

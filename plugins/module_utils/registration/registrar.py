@@ -52,7 +52,8 @@ def utc_now():
 
 class Registration:
     """One validated registration request: the parameters of module cluster_register (``params``, as its argument spec
-    validated them), minus the connections."""
+    validated them and :func:`engines.scoped_options` gave them: the options of one engine in dicts ``karmada`` and
+    ``ocm``), minus the connections."""
 
     def __init__(self, params):
         engine = self.engine = engines.get(params["engine"])
@@ -61,33 +62,37 @@ class Registration:
         if state not in STATES:
             raise FleetError("state must be one of %s, got %r" % (", ".join(STATES), state))
         engine.validate_cluster_name(cluster_name)
-        engine.check_registration_options(params)
-        self.placement = engine.klusterlet_placement(cluster_name, params["klusterlet_mode"], params["registration_driver"])
-        self.deploy_agent = bool(params["deploy_agent"])
-        if params["agent_replicas"] < 0:
-            raise FleetError("agent_replicas must be at least 0, got %d" % params["agent_replicas"])
-        karmada.validate_zones(params["zones"] or [])
-        self.accept = bool(params["accept"])
-        self.allow_mode_change = bool(params["allow_mode_change"])
-        self.klusterlet_spec = params.get("klusterlet_spec")
-        self.agent_image, self.agent_replicas = params["agent_image"], params["agent_replicas"]
+        karmada_options, ocm_options = params["karmada"], params["ocm"]
+        self.placement = engine.klusterlet_placement(cluster_name, ocm_options["klusterlet_mode"],
+                                                     ocm_options["registration_driver"])
+        self.deploy_agent = bool(karmada_options["deploy_agent"])
+        if karmada_options["agent_replicas"] < 0:
+            raise FleetError("karmada.agent_replicas must be at least 0, got %d" % karmada_options["agent_replicas"])
+        karmada.validate_zones(karmada_options["zones"] or [])
+        self.accept = bool(ocm_options["accept"])
+        self.allow_mode_change = bool(karmada_options["allow_mode_change"])
+        self.klusterlet_spec = ocm_options["klusterlet_spec"]
+        if self.klusterlet_spec is not None:
+            ocm.validate_klusterlet_spec(self.klusterlet_spec)
+        self.agent_image, self.agent_replicas = karmada_options["agent_image"], karmada_options["agent_replicas"]
         self.hub_version = params.get("hub_version")
         self.allow_downgrade = bool(params.get("allow_downgrade"))
         # What is written into image references, and the hub's release: refused before anything is written.
         problems = [versions.release_problem("hub_version", self.hub_version) if self.hub_version else "",
-                    versions.image_problem("agent_image", self.agent_image) if self.deploy_agent else ""]
-        problems += [versions.image_problem("klusterlet_spec.%s" % field, self.klusterlet_spec[field])
+                    versions.image_problem("karmada.agent_image", self.agent_image) if self.deploy_agent else ""]
+        problems += [versions.image_problem("ocm.klusterlet_spec.%s" % field, self.klusterlet_spec[field])
                      for field in ocm.KLUSTERLET_IMAGE_FIELDS if field in (self.klusterlet_spec or {})]
         if any(problems):
             raise FleetError(next(problem for problem in problems if problem))
-        self.cert_rotation = cert_rotation(params) if params.get("enable_cert_rotation") else None
-        self.client_cert_expiration_seconds = params.get("client_cert_expiration_seconds")
+        self.cert_rotation = cert_rotation(karmada_options) if karmada_options["enable_cert_rotation"] else None
+        self.client_cert_expiration_seconds = ocm_options["client_cert_expiration_seconds"]
         if self.client_cert_expiration_seconds is not None and self.client_cert_expiration_seconds < 3600:
-            raise FleetError("client_cert_expiration_seconds must be at least 3600 (one hour), got %d"
+            raise FleetError("ocm.client_cert_expiration_seconds must be at least 3600 (one hour), got %d"
                              % self.client_cert_expiration_seconds)
-        self.provider, self.region, self.zones = params["provider"] or "", params["region"] or "", list(params["zones"] or [])
+        self.provider, self.region = karmada_options["provider"] or "", karmada_options["region"] or ""
+        self.zones = list(karmada_options["zones"] or [])
         self.wait = bool(params["wait"])
-        self.registration_driver = params["registration_driver"]
+        self.registration_driver = ocm_options["registration_driver"]
         self.force = bool(params["force"])
         self.force_internal_endpoint_lookup = bool(params["force_internal_endpoint_lookup"])
         self.unsafe_skip_ca_verification = bool(params["unsafe_skip_ca_verification"])
@@ -96,15 +101,18 @@ class Registration:
             karmada.validate_api_endpoint(self.api_endpoint)
         self.proxy_url, self.proxy_ca_pem = proxy_settings(cluster_name, params["proxy_url"], params["proxy_ca_cert"])
         self.proxy_ca_pins = bootstrap.pins_of_bundle(self.proxy_ca_pem) if self.proxy_ca_pem else []
-        self.proxy_server_address = agent_proxy_server_address(cluster_name, params["proxy_server_address"])
-        for option, least in (("discovery_timeout", 0), ("csr_wait_timeout", 1),
-                              ("cert_expiration_seconds", MIN_CERT_EXPIRATION_SECONDS), ("renew_before", 0),
-                              ("wait_timeout", 0), ("wait_sleep", 1)):
-            if params[option] < least:
-                raise FleetError("%s must be at least %d, got %d" % (option, least, params[option]))
+        self.proxy_server_address = agent_proxy_server_address(cluster_name, karmada_options["proxy_server_address"])
+        for option, value, least in (("discovery_timeout", params["discovery_timeout"], 0),
+                                     ("karmada.csr_wait_timeout", karmada_options["csr_wait_timeout"], 1),
+                                     ("karmada.cert_expiration_seconds", karmada_options["cert_expiration_seconds"],
+                                      MIN_CERT_EXPIRATION_SECONDS),
+                                     ("renew_before", params["renew_before"], 0), ("wait_timeout", params["wait_timeout"], 0),
+                                     ("wait_sleep", params["wait_sleep"], 1)):
+            if value < least:
+                raise FleetError("%s must be at least %d, got %d" % (option, least, value))
         self.discovery_timeout = params["discovery_timeout"]
-        self.csr_wait_timeout = params["csr_wait_timeout"]
-        self.cert_expiration_seconds = params["cert_expiration_seconds"]
+        self.csr_wait_timeout = karmada_options["csr_wait_timeout"]
+        self.cert_expiration_seconds = karmada_options["cert_expiration_seconds"]
         self.renew_before = datetime.timedelta(days=params["renew_before"])
         self.wait_timeout = params["wait_timeout"]
         self.wait_sleep = params["wait_sleep"]
@@ -120,27 +128,27 @@ class Registration:
             self.ca_pins = bootstrap.expected_pins(params["ca_cert_hashes"], self.unsafe_skip_ca_verification)
         self.grpc_server = self.grpc_ca_pem = None
         if self.registration_driver == "grpc" and state == "present":
-            if not params["grpc_server"] or not params["grpc_ca_pem"]:
-                raise FleetError("registration_driver=grpc needs grpc_server and grpc_ca_pem (the CA of the hub's gRPC server)")
-            pki.load_certificates(params["grpc_ca_pem"], "grpc_ca_pem")
-            self.grpc_server, self.grpc_ca_pem = params["grpc_server"], params["grpc_ca_pem"]
+            pki.load_certificates(ocm_options["grpc_ca_pem"], "ocm.grpc_ca_pem")
+            self.grpc_server, self.grpc_ca_pem = ocm_options["grpc_server"], ocm_options["grpc_ca_pem"]
         # how the agents of a Hosted klusterlet reach the member: from the hosting cluster, with their own kubeconfig
         self.managed_kubeconfig = None
         if params.get("hosting") and state == "present":
-            self.managed_kubeconfig = hosted_agents_kubeconfig(params.get("managed_kubeconfig"), params.get("kubeconfig"),
+            self.managed_kubeconfig = hosted_agents_kubeconfig(ocm_options["managed_kubeconfig"], params.get("kubeconfig"),
                                                                params.get("context"), params.get("host"),
                                                                client.describe(cluster_name))
 
 
-def cert_rotation(params):
-    """``(checking interval, remaining time threshold)`` of the Karmada agent's certificate rotation, checked."""
-    interval = params.get("cert_rotation_checking_interval") or karmada.CERT_ROTATION_CHECKING_INTERVAL
-    threshold = params.get("cert_rotation_remaining_time_threshold")
+def cert_rotation(options):
+    """``(checking interval, remaining time threshold)`` of the Karmada agent's certificate rotation (``options``: the
+    karmada options), checked."""
+    interval = options.get("cert_rotation_checking_interval") or karmada.CERT_ROTATION_CHECKING_INTERVAL
+    threshold = options.get("cert_rotation_remaining_time_threshold")
     threshold = karmada.CERT_ROTATION_REMAINING_TIME_THRESHOLD if threshold is None else threshold
     if not GO_DURATION_RE.match(str(interval)):
-        raise FleetError("cert_rotation_checking_interval must be a Go duration such as 5m or 1h30m, got %r" % interval)
+        raise FleetError("karmada.cert_rotation_checking_interval must be a Go duration such as 5m or 1h30m, got %r"
+                         % interval)
     if not 0 < threshold < 1:
-        raise FleetError("cert_rotation_remaining_time_threshold must be between 0 and 1, got %s" % threshold)
+        raise FleetError("karmada.cert_rotation_remaining_time_threshold must be between 0 and 1, got %s" % threshold)
     return str(interval), threshold
 
 
@@ -196,7 +204,7 @@ def hosted_agents_kubeconfig(path, member_kubeconfig, member_context, member_hos
         source, context = member_kubeconfig or kubeconfig.default_path(), member_context
     else:
         raise FleetError("%s: a Hosted klusterlet needs a kubeconfig of the managed cluster for its agents: set "
-                         "managed_kubeconfig (the member connection is given by host, without a kubeconfig)" % who)
+                         "ocm.managed_kubeconfig (the member connection is given by host, without a kubeconfig)" % who)
     return pki.yaml_text(kubeconfig.flatten(source, context, who))
 
 

@@ -9,7 +9,7 @@ import contextlib
 
 import yaml
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import karmada, ocm
+from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import pki
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap, registrar
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
@@ -75,11 +75,13 @@ def connector(bootstrap_hub, seen=None):
 
 
 def registration_of(engine, cluster_name, **options):
-    """A Registration as module cluster_register builds it, from its argument spec's defaults; polls a second apart."""
-    params = dict((name, spec.get("default")) for name, spec in cluster_register.module_spec()["argument_spec"].items())
+    """A Registration as module cluster_register builds it, from its argument spec's defaults; polls a second apart.
+    ``options`` may name an engine's options by their flat names, which are folded in as the module folds them."""
+    spec = cluster_register.module_spec()["argument_spec"]
+    params = dict((name, option.get("default")) for name, option in spec.items())
     params.update(engine=engine, cluster_name=cluster_name, wait_sleep=1)
     params.update(options)
-    return registrar.Registration(params)
+    return registrar.Registration(engines.scoped_options(engine, spec, params))
 
 
 def reg(engine="karmada", **kwargs):

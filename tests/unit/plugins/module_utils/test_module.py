@@ -112,14 +112,32 @@ REGISTER = dict(engine="ocm", cluster_name="east", hub_apiserver="https://hub.ex
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(klusterlet_mode="Hosted"), "klusterlet_mode is Hosted but all of the following are missing: hosting"),
-    (dict(klusterlet_mode="SingletonHosted", state="absent"),
-     "klusterlet_mode is SingletonHosted but all of the following are missing: hosting"),
+    (dict(ocm=dict(registration_driver="grpc", grpc_server="grpc.hub.example:443")),
+     "registration_driver is grpc but all of the following are missing: grpc_ca_pem found in ocm"),
     (dict(proxy_ca_cert="/etc/fleet/proxy-ca.pem"), "missing parameter(s) required by 'proxy_ca_cert': proxy_url"),
 ])
 def test_option_rules_of_cluster_register_are_in_its_argument_spec(options, message):
     """Refused by the argument validation (what ansible-doc and validate-modules read), before any connection."""
     done = run_module(cluster_register, dict(REGISTER, **options), {"_ansible_module_name": "cluster_register"})
+    assert done["failed"] and done["msg"] == message
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(ocm=dict(klusterlet_mode="Hosted"), unsafe_skip_ca_verification=True),
+     "ocm.klusterlet_mode Hosted needs the hosting cluster's connection (hosting)"),
+    (dict(klusterlet_mode="SingletonHosted", state="absent"),
+     "ocm.klusterlet_mode SingletonHosted needs the hosting cluster's connection (hosting)"),
+    (dict(engine="karmada", klusterlet_mode="Hosted", karmada=dict(deploy_agent=True)),
+     "the ocm options (klusterlet_mode) apply to engine ocm only; engine is karmada"),
+    (dict(klusterlet_mode="Hosted", ocm=dict(klusterlet_mode="Default")),
+     "klusterlet_mode and ocm.klusterlet_mode are one setting, given different values ('Hosted' and 'Default'): give "
+     "ocm.klusterlet_mode only, klusterlet_mode is deprecated"),
+])
+def test_option_rules_across_levels_are_the_modules_before_any_request(options, message):
+    """What the argument spec cannot state - a suboption and a top-level option, the deprecated flat names - the module
+    checks before it sends a request (the member of REGISTER does not answer)."""
+    args = dict(REGISTER, host="https://east.invalid:6443", **options)
+    done = run_module(cluster_register, args, {"_ansible_module_name": "cluster_register"})
     assert done["failed"] and done["msg"] == message
 
 

@@ -312,7 +312,11 @@ def test_a_suboption_given_with_its_alias_runs_as_a_module_process():
     spec = {"member": {"type": "dict", "options": {"ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]}}}}
     assert "member.ca_cert" in module_in_worker.spec_problem(spec, {"member": {"ca_cert": "a", "ssl_ca_cert": "b"}})
     assert module_in_worker.spec_problem(spec, {"member": {"ssl_ca_cert": "b"}}) is None
-    assert "deprecated" in module_in_worker.spec_problem({"old": {"type": "str", "removed_in_version": "9.0.0"}}, {})
+    old = {"old": {"type": "str", "removed_in_version": "9.0.0"},
+           "new": {"type": "str", "aliases": ["renamed"], "deprecated_aliases": [{"name": "renamed"}]}}
+    assert "deprecated" in module_in_worker.spec_problem(old, {"old": "x"})
+    assert "deprecated" in module_in_worker.spec_problem(old, {"renamed": "x"})
+    assert module_in_worker.spec_problem(old, {"new": "x"}) is None  # ansible-core warns only of what is given
 
 
 def test_every_module_of_the_collection_has_an_action_plugin_that_can_run_it_on_the_controller():

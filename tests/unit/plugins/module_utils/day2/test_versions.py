@@ -137,10 +137,10 @@ def test_klusterlet_client_cert_expiration():
 
 
 def test_certificate_options_are_engine_specific():
-    with pytest.raises(FleetError, match="client_cert_expiration_seconds is an OCM setting"):
-        engines.get("karmada").check_registration_options({"client_cert_expiration_seconds": 3600})
-    with pytest.raises(FleetError, match="enable_cert_rotation is a Karmada setting"):
-        engines.get("ocm").check_registration_options({"enable_cert_rotation": True})
+    with pytest.raises(FleetError, match="the ocm options [(]client_cert_expiration_seconds[)] apply to engine ocm only"):
+        register_fakes.reg("karmada", ocm={"client_cert_expiration_seconds": 3600})
+    with pytest.raises(FleetError, match="the karmada options [(]enable_cert_rotation[)] apply to engine karmada only"):
+        register_fakes.reg("ocm", karmada={"enable_cert_rotation": True})
 
 
 def test_fingerprint():

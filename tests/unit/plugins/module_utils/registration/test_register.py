@@ -250,7 +250,7 @@ def test_karmada_deploys_the_agent_after_the_registration(ca, pin):
 
 def test_karmada_wait_needs_the_agent_or_the_hub(ca):
     member = FakeCluster("member")
-    with pytest.raises(FleetError, match="set deploy_agent or hub"):
+    with pytest.raises(FleetError, match="set karmada.deploy_agent or hub"):
         register.run(member, None, reg(wait=True))
     assert member.objects == {}
 
@@ -569,7 +569,7 @@ def test_ocm_join_writes_the_klusterlet_whole_with_the_installers_fields(ca, pin
     ("ocm", {"namespace": "x", "externalServerURLs": []}, "must not set externalServerURLs, namespace:"),
     ("ocm", {"deployOption": {"mode": "Hosted"}}, "must not set deployOption.mode:"),
     ("ocm", {"registrationConfiguration": {"registrationDriver": {}}}, "must not set registrationConfiguration.registrationDriver:"),
-    ("karmada", {"imagePullSpec": "x"}, "klusterlet_spec is an OCM setting"),
+    ("karmada", {"imagePullSpec": "x"}, "the ocm options [(]klusterlet_spec[)] apply to engine ocm only"),
 ])
 def test_klusterlet_spec_leaves_the_registration_fields_to_the_registration(engine, spec, message):
     with pytest.raises(FleetError, match=message):
@@ -696,7 +696,7 @@ def test_run_matches_hosting_with_the_klusterlet_mode(ca):
     member, hosting = FakeCluster("member"), FakeCluster("hosting")
     with pytest.raises(FleetError, match="klusterlet_mode Hosted needs the hosting cluster's connection"):
         register.run(member, None, reg("ocm", klusterlet_mode="Hosted"))
-    with pytest.raises(FleetError, match="hosting is only used with klusterlet_mode Hosted"):
+    with pytest.raises(FleetError, match="hosting is only used with ocm.klusterlet_mode Hosted"):
         register.run(member, None, reg("ocm", klusterlet_mode="Default"), hosting=hosting)
     with pytest.raises(FleetError, match="needs the managed cluster's kubeconfig"):
         register.run(member, None, reg("ocm", klusterlet_mode="Hosted"), hosting=hosting)
@@ -704,16 +704,21 @@ def test_run_matches_hosting_with_the_klusterlet_mode(ca):
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    (dict(engine="karmada", klusterlet_mode="Hosted"), "klusterlet_mode and registration_driver are OCM settings"),
-    (dict(engine="ocm", deploy_agent=True), "deploy_agent, provider, region and zones are Karmada settings"),
-    (dict(engine="ocm", zones=["z1"]), "deploy_agent, provider, region and zones are Karmada settings"),
+    (dict(engine="karmada", klusterlet_mode="Hosted"), "^the ocm options [(]klusterlet_mode[)] apply to engine ocm only; "
+                                                       "engine is karmada$"),
+    (dict(engine="karmada", registration_driver="grpc", grpc_server="g:443", grpc_ca_pem="x"),
+     "the ocm options [(]grpc_ca_pem, grpc_server, registration_driver[)] apply to engine ocm only"),
+    (dict(engine="ocm", deploy_agent=True), "the karmada options [(]deploy_agent[)] apply to engine karmada only"),
+    (dict(engine="ocm", zones=["z1"], enable_cert_rotation=True),
+     "the karmada options [(]enable_cert_rotation, zones[)] apply to engine karmada only"),
     (dict(engine="karmada", zones=["z 1"]), "invalid zone"),
     (dict(engine="karmada", agent_replicas=-1), "agent_replicas must be at least 0"),
-    (dict(engine="karmada", accept=True), "accept is an OCM setting"),
+    (dict(engine="karmada", accept=True), "the ocm options [(]accept[)] apply to engine ocm only"),
     (dict(engine="ocm", klusterlet_mode="Remote"), "klusterlet_mode must be one of Default, Singleton, Hosted"),
     (dict(engine="ocm", registration_driver="awsirsa"), "registration_driver must be one of csr, grpc"),
     (dict(engine="ocm", klusterlet_mode="Hosted", cluster_name="c" * 53), "may have at most 52 characters"),
-    (dict(engine="ocm", registration_driver="grpc", grpc_server="grpc.hub:443"), "needs grpc_server and grpc_ca_pem"),
+    (dict(engine="ocm", registration_driver="grpc", grpc_server="grpc.hub:443"),
+     "^ocm.registration_driver is grpc but ocm.grpc_ca_pem missing$"),
     (dict(engine="ocm", registration_driver="grpc", grpc_server="grpc.hub:443", grpc_ca_pem="not a PEM"), "grpc_ca_pem"),
 ])
 def test_ocm_settings_are_checked(kwargs, fragment):
@@ -779,7 +784,7 @@ def test_hosted_agents_kubeconfig_sources(tmp_path, monkeypatch, ca):
         assert pki.read_kubeconfig(text)["server"] == "https://member:6443"
     monkeypatch.setenv("KUBECONFIG", str(path))
     assert pki.read_kubeconfig(registrar.hosted_agents_kubeconfig(None, None, None))["token"] == "member-token"
-    with pytest.raises(FleetError, match="set managed_kubeconfig"):
+    with pytest.raises(FleetError, match="set ocm.managed_kubeconfig"):
         registrar.hosted_agents_kubeconfig(None, None, None, member_host="https://member:6443")
 
 
@@ -844,13 +849,13 @@ def test_a_push_member_is_made_a_pull_member_only_when_asked(ca, pin, cluster_fa
     hub = hub_with(karmada.CLUSTER, CLUSTER, spec={"syncMode": "Push", "id": "kube-system-of-member"})
     for check_mode in (True, False):
         with pytest.raises(FleetError, match="Cluster 'member1' is registered on the hub in Push mode; registering it by "
-                                             "pull would make it a Pull member: set allow_mode_change=true"):
+                                             "pull would make it a Pull member: set karmada.allow_mode_change=true"):
             register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin]), FakeDiscovery(ca), check_mode=check_mode)
     assert member.objects == {} and written(hub) == []
     result = register_karmada(member, hub, bootstrap_hub, reg(ca_cert_hashes=[pin], allow_mode_change=True),
                               FakeDiscovery(ca))
     assert result["changed"] and result["cluster_id"] == "kube-system-of-member"
-    with pytest.raises(FleetError, match="allow_mode_change is a Karmada setting"):
+    with pytest.raises(FleetError, match="the karmada options [(]allow_mode_change[)] apply to engine karmada only"):
         reg("ocm", allow_mode_change=True)
 
 

@@ -93,7 +93,7 @@ def test_proxy_ca_cert_must_hold_a_certificate(tmp_path):
 
 def test_proxy_server_address_is_karmadas():
     assert reg(proxy_server_address="socks5://gateway:1080").proxy_server_address == "socks5://gateway:1080"
-    with pytest.raises(FleetError, match="cluster 'member1': proxy_server_address is a Karmada setting .*engine is ocm"):
+    with pytest.raises(FleetError, match="the karmada options [(]proxy_server_address[)] apply to engine karmada only; engine is ocm"):
         reg("ocm", proxy_server_address="http://gateway:8118")
 
 
