@@ -73,7 +73,19 @@ class Tokens:
         token_id, secret = bootstrap.generate_token().split(".")
         resources.ensure(self.hub, resources.SECRET, bootstrap.token_secret(token_id, secret, ttl_seconds=3600, groups=[group]))
         self.ids.append(token_id)
-        return "%s.%s" % (token_id, secret)
+        token = "%s.%s" % (token_id, secret)
+        # The API server authenticates bootstrap tokens from its cache of kube-system's Secrets, which sees a new one a
+        # moment later (longer on a busy machine): until it does, the token is refused with 401.
+        requester = self.client(token)
+
+        def authenticates():
+            try:
+                requester.request("GET", "/version")
+            except ClusterError as exc:
+                return False, str(exc)
+            return True, None
+        resources.wait_until(authenticates, 30, "the API server to know bootstrap token %s" % token_id, interval=0.2)
+        return token
 
     def client(self, token):
         auth = {"host": self.info["server"], "ca_cert": self.info["ca_cert"], "api_key": token}
