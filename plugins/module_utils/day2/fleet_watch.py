@@ -83,8 +83,9 @@ class Collection:
 class Monitor:
     """The members of ``engine`` on ``hub`` (a :class:`client.Cluster`), as events.
 
-    ``emit(event)`` receives each event, ``log(message)`` what the source says (the hub away and back). ``settings``:
-    ``label_selector`` (the members watched), ``settle_seconds``, ``members`` (member name to its connection, a
+    ``emit(event)`` receives each event, ``log(message)`` what the source says (the hub away and back, the first listing).
+    ``settings``: ``label_selector`` (the members watched), ``settle_seconds``, ``unready_seconds`` (see
+    :class:`health.Tracker`), ``members`` (member name to its connection, a
     :class:`client.Cluster`: read for the diagnosis and the periodic check), ``check_seconds`` (the periodic check's
     interval, 0: none), ``certificate_days`` (the threshold of ``certificate_expiring``). ``clock`` gives the time.
     """
@@ -98,7 +99,8 @@ class Monitor:
         self.members = settings.get("members") or {}
         self.check_seconds = settings.get("check_seconds") or 0
         self.certificate_days = settings.get("certificate_days") or health.DEFAULT_CERTIFICATE_DAYS
-        self.tracker = health.Tracker(self.engine, settings.get("settle_seconds", health.DEFAULT_SETTLE_SECONDS), clock)
+        self.tracker = health.Tracker(self.engine, settings.get("settle_seconds", health.DEFAULT_SETTLE_SECONDS), clock,
+                                      settings.get("unready_seconds") or 0)
         self.clock = clock
         lease_namespace, lease_field = health.lease_watch(self.engine)
         self.collections = [
@@ -126,6 +128,7 @@ class Monitor:
                 self.tracker.members_listed(message[2])
             else:
                 self.tracker.start(message[2])
+                self.log("watching %d member(s) of %s on %s" % (len(message[2]), self.engine.name, self.hub.label))
             self.listed.add(name)
         elif what == "listed":
             self.tracker.leases_listed(message[2])

@@ -6,7 +6,8 @@
 :class:`Tracker` is fed the member objects (Karmada ``Cluster``, OCM ``ManagedCluster``) and their Leases as the hub's
 watches deliver them, and asked with :meth:`Tracker.due` which transitions are due. A member's state is ``ready``,
 ``not_ready`` or ``lease_expired`` (:func:`member_state`), ``removed`` when its object is gone; a transition to a new state
-is due once that state has held for the settle time, so a member that flaps within it emits nothing. The periodic check
+is due once that state has held for the settle time, so a member that flaps within it emits nothing; a member not ready
+(``not_ready`` or ``lease_expired``) for longer than ``unready_seconds`` emits ``still_not_ready`` once. The periodic check
 (:meth:`Tracker.check`) adds ``certificate_expiring`` and ``version_skew``, once each time they start to hold.
 Plain Python: no I/O, and the time comes from the clock given (``clock()`` returns an aware datetime).
 """
@@ -20,7 +21,8 @@ import datetime
 from ansible_collections.multicluster.fleet.plugins.module_utils import diagnose, engines, resources, versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 
-TRANSITIONS = ("joined", "ready", "not_ready", "lease_expired", "removed", "certificate_expiring", "version_skew")
+TRANSITIONS = ("joined", "ready", "not_ready", "lease_expired", "removed", "still_not_ready", "certificate_expiring",
+               "version_skew")
 # The transitions of a member's state, and what may follow which: a member that joined and never was ready is
 # registering, not failing, so it emits ``ready`` (or ``lease_expired``, ``removed``) next, never ``not_ready``.
 STATES = ("ready", "not_ready", "lease_expired")
@@ -87,18 +89,22 @@ class _Member:
         self.lease = None
         self.emitted = emitted  # the state last emitted ("joined" for one that has not been ready yet), None: not yet
         self.pending = None  # (state, since): a state that differs from the emitted one, since it was first seen
+        self.unready_since = None  # when it stopped being ready (not_ready or lease_expired, as emitted)
+        self.reminded = False  # still_not_ready emitted since then
         self.findings = {}  # the periodic check's findings last emitted, by transition
 
 
 class Tracker:
     """The members of one engine's hub and the transitions due.
 
-    ``settle_seconds``: how long a new state must hold before it is emitted. ``clock``: returns the time (aware).
+    ``settle_seconds``: how long a new state must hold before it is emitted; ``unready_seconds``: how long a member may be
+    not ready before ``still_not_ready`` (0: never). ``clock``: returns the time (aware).
     """
 
-    def __init__(self, engine, settle_seconds=DEFAULT_SETTLE_SECONDS, clock=utc_now):
+    def __init__(self, engine, settle_seconds=DEFAULT_SETTLE_SECONDS, clock=utc_now, unready_seconds=0):
         self.engine = engines.get(engine)
         self.settle = datetime.timedelta(seconds=settle_seconds)
+        self.unready = datetime.timedelta(seconds=unready_seconds) if unready_seconds else None
         self.clock = clock
         self._members = {}
         self._leases = {}  # Leases by member name, also those seen before their member object
@@ -184,10 +190,23 @@ class Tracker:
                 entry.pending = (target, now)
             if now - entry.pending[1] >= self.settle:
                 found.append((name, target, entry.pending[1]))
-                entry.emitted, entry.pending = target, None
+                self._emitted(entry, target, entry.pending[1])
                 if target == "removed":
                     del self._members[name]
+        for name in sorted(self._members):
+            entry = self._members[name]
+            if self.unready and entry.unready_since and not entry.reminded and now - entry.unready_since >= self.unready:
+                found.append((name, "still_not_ready", entry.unready_since))
+                entry.reminded = True
         return found
+
+    @staticmethod
+    def _emitted(entry, state, since):
+        entry.emitted, entry.pending = state, None
+        if state not in STATES[1:]:
+            entry.unready_since, entry.reminded = None, False
+        elif entry.unready_since is None:
+            entry.unready_since = since
 
     def check(self, name, findings):
         """The periodic check of member ``name``: ``findings`` maps ``certificate_expiring`` and ``version_skew`` to what
@@ -216,5 +235,6 @@ def event(engine, name, transition, diagnosis, since=None, finding=None, now=Non
     verdict = diagnosis.get("verdict")
     return {"member": name, "engine": engines.get(engine).name, "transition": transition, "time": timestamp(now),
             "since": timestamp(since) if since else None, "verdict": verdict, "evidence": diagnosis.get("evidence") or [],
-            "next_step": diagnosis.get("next_step"), "repairable": verdict in REPAIRABLE and transition in STATES[1:],
+            "next_step": diagnosis.get("next_step"),
+            "repairable": verdict in REPAIRABLE and transition in STATES[1:] + ("still_not_ready",),
             "finding": finding, "meta": {"hosts": name}}

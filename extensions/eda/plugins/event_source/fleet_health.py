@@ -16,6 +16,7 @@ Arguments:
                       the K8S_AUTH_* environment variables supply it
     label_selector:   watch only the members whose labels match (a Kubernetes label selector)
     settle_seconds:   how long a new state must hold before it is emitted (default 30)
+    unready_seconds:  emit still_not_ready once for a member not ready for this long (default 0: never)
     members:          member name to its connection (a dict of the same options; the environment is never read for
                       it): cluster_diagnose reads the member too, and the periodic check runs for it
     check_seconds:    the periodic check's interval (default 3600; 0 turns it off)
@@ -63,12 +64,15 @@ def settings(args):
         members[name] = client.get_cluster(client.connection_options(options or {}, environment=False), name=name,
                                            role="member")
     numbers = {}
-    for key, default in (("settle_seconds", health.DEFAULT_SETTLE_SECONDS), ("check_seconds", DEFAULT_CHECK_SECONDS),
-                         ("certificate_days", health.DEFAULT_CERTIFICATE_DAYS)):
+    for key, default in (("settle_seconds", health.DEFAULT_SETTLE_SECONDS), ("unready_seconds", 0),
+                         ("check_seconds", DEFAULT_CHECK_SECONDS), ("certificate_days", health.DEFAULT_CERTIFICATE_DAYS)):
         value = args.get(key, default)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        try:  # a rulebook's "{{ variable }}" arrives as text
+            numbers[key] = float(default if value in (None, "") else value)
+        except (TypeError, ValueError):
+            numbers[key] = -1
+        if numbers[key] < 0 or isinstance(value, bool):
             raise FleetError("fleet_health: %s must be a number of at least 0, not %r" % (key, value))
-        numbers[key] = value
     return hub, engine, dict(numbers, members=members, label_selector=args.get("label_selector"))
 
 

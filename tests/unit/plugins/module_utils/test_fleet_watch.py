@@ -95,7 +95,8 @@ class Clock:
 def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
     clock = Clock()
     emitted, said = [], []
-    monitor = fleet_watch.Monitor(object(), "karmada", emitted.append, said.append, {"settle_seconds": 5}, clock=clock)
+    monitor = fleet_watch.Monitor(ScriptedHub([], threading.Event()), "karmada", emitted.append, said.append,
+                                  {"settle_seconds": 5}, clock=clock)
     facts = {"cluster": "m1", "engine": "karmada", "object": "Cluster/m1", "present": True, "push": True, "ready": False,
              "ready_condition": {"type": "Ready", "status": "False", "message": "cluster is not reachable"}, "lease": None,
              "csrs": [], "denied_access": [], "agent_user": None, "namespace": None, "terminating_works": [], "cluster_id": None}
@@ -112,4 +113,5 @@ def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
     monitor.turn(0)
     assert [(e["member"], e["transition"], e["verdict"]) for e in emitted] == [("m1", "not_ready", "not_ready")]
     assert emitted[0]["evidence"][0]["value"] == "False: cluster is not reachable" and not emitted[0]["repairable"]
-    assert said == ["the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff"]
+    assert said == ["watching 1 member(s) of karmada on the hub (https://hub)",
+                    "the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff"]

@@ -99,6 +99,23 @@ def test_a_repaired_member_emits_ready_and_the_not_ready_condition_under_an_expi
     assert after(tracker, clock, 1) == [("member2", "ready")]
 
 
+def test_a_member_not_ready_for_longer_than_unready_seconds_emits_still_not_ready_once(clock):
+    tracker = health.Tracker("karmada", settle_seconds=10, clock=clock, unready_seconds=100)
+    tracker.leases_listed([karmada_lease("member2", START)])
+    tracker.start([cluster("member2")])
+    assert after(tracker, clock, 51) == [("member2", "lease_expired")]  # since 41 s
+    tracker.lease("member2", karmada_lease("member2", clock.now, duration=3600))
+    tracker.member("member2", cluster("member2", ready=False))  # renewed, but not ready: still not ready since 41 s
+    assert after(tracker, clock, 30) == [("member2", "not_ready")]
+    assert after(tracker, clock, 59) == []
+    assert after(tracker, clock, 1) == [("member2", "still_not_ready")]
+    assert after(tracker, clock, 300) == []
+    tracker.member("member2", cluster("member2"))
+    assert after(tracker, clock, 10) == [("member2", "ready")]
+    tracker.member("member2", cluster("member2", ready=False))
+    assert after(tracker, clock, 110) == [("member2", "not_ready"), ("member2", "still_not_ready")]
+
+
 def test_a_state_that_does_not_hold_for_the_settle_time_is_not_emitted(clock):
     tracker = tracker_of(clock, [cluster("member1", push=True)])
     for _flap in range(5):
