@@ -36,7 +36,7 @@ class Collection:
 
     :meth:`run` puts what it reads into ``put``: ``("listed", name, items)`` after each listing, ``("changed", name,
     type, object)`` for each change, ``("away", name, message)`` once when the hub stops answering and ``("back", name,
-    None)`` once it answers again.
+    None)`` as soon as it answers again; the watch then resumes where it was.
     """
 
     def __init__(self, hub, name, kind, namespace=None, query=None, watch_seconds=client.WATCH_SECONDS):
@@ -65,6 +65,10 @@ class Collection:
         failures = 0
         while not stop.is_set():
             try:
+                if failures:  # answers again? (a watch resumed may bring no event for minutes)
+                    self.hub.request("GET", self.path, query=dict(self.query, limit=1))
+                    put(("back", self.name, None))
+                    failures = 0
                 self.step(put)
             except client.Gone:
                 self.resource_version = None
@@ -74,10 +78,6 @@ class Collection:
                 if failures == 1:
                     put(("away", self.name, exc.msg))
                 wait(backoff(failures))
-                continue
-            if failures:
-                put(("back", self.name, None))
-                failures = 0
 
 
 class Monitor:
@@ -108,6 +108,7 @@ class Monitor:
             Collection(hub, "leases", LEASE, lease_namespace, {"fieldSelector": lease_field})]
         self.inbox = queue.Queue()
         self.listed = set()  # the collections listed at least once
+        self.away = set()  # the collections whose hub does not answer
         self.last_check = None
 
     def start(self, stop):
@@ -120,9 +121,14 @@ class Monitor:
         """Feed one message of a :class:`Collection` to the tracker."""
         what, name = message[0], message[1]
         if what == "away":
-            self.log("the hub does not answer (%s); trying again with backoff" % message[2])
+            if not self.away:
+                self.log("the hub does not answer (%s); trying again with backoff" % message[2])
+            self.away.add(name)
         elif what == "back":
-            self.log("the hub answers again: watching %s" % name)
+            self.away.discard(name)
+            if not self.away:
+                self.log("the hub answers again")
+                self.tracker.hub_back()
         elif what == "listed" and name == "members":
             if "members" in self.listed:
                 self.tracker.members_listed(message[2])
@@ -181,8 +187,8 @@ class Monitor:
                 message = self.inbox.get_nowait()
         except queue.Empty:
             pass
-        if len(self.listed) < len(self.collections):
-            return  # no transition before both the members and their Leases are known
+        if len(self.listed) < len(self.collections) or self.away:
+            return  # no transition before both the members and their Leases are known, nor while the hub is away
         for name, transition, since in self.tracker.due():
             self.emit(health.event(self.engine, name, transition, self.diagnosis(name), since=since, now=self.clock()))
         now = self.clock()

@@ -44,13 +44,17 @@ def timestamp(moment):
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def member_state(engine, obj, lease, now):
+def member_state(engine, obj, lease, now, renewable_since=None):
     """``lease_expired``, ``ready`` or ``not_ready`` of member object ``obj`` and its Lease (None when there is none yet,
     or for a Karmada Push member, which has none) at ``now``: the Lease rule of cluster_diagnose first, then the engine's
-    ready condition."""
+    ready condition. ``renewable_since``: when the hub answered again after it was away - no agent could renew its Lease
+    before, so the grace counts from then for a Lease renewed earlier."""
     engine = engines.get(engine)
+    renewed = ((lease or {}).get("spec") or {}).get("renewTime")
+    if renewable_since and (diagnose.parse_time(renewed) or renewable_since) < renewable_since:
+        renewed = timestamp(renewable_since)
     if lease is not None and not engine.is_push(obj) and diagnose.lease_expired(
-            ((lease.get("spec") or {}).get("renewTime")), engine.lease_grace_seconds(obj, lease), now):
+            renewed, engine.lease_grace_seconds(obj, lease), now):
         return "lease_expired"
     condition = resources.condition(obj, engine.ready_condition["type"]) or {}
     return "ready" if condition.get("status") == "True" else "not_ready"
@@ -108,6 +112,7 @@ class Tracker:
         self.clock = clock
         self._members = {}
         self._leases = {}  # Leases by member name, also those seen before their member object
+        self.renewable_since = None  # when the hub answered again after it was away
 
     def names(self):
         return sorted(self._members)
@@ -169,10 +174,17 @@ class Tracker:
             return "removed" if entry.emitted is not None else None
         if entry.emitted is None:
             return "joined"
-        state = member_state(self.engine, entry.obj, self._leases.get(name), now)
+        state = member_state(self.engine, entry.obj, self._leases.get(name), now, self.renewable_since)
         if entry.emitted == "joined" and state == "not_ready":
             return None
         return state if state != entry.emitted else None
+
+    def hub_back(self):
+        """The hub answers again after it was away: the Leases' grace counts from now for those renewed before, and
+        states seen while it was away must hold for the settle time from now."""
+        self.renewable_since = self.clock()
+        for entry in self._members.values():
+            entry.pending = None
 
     def due(self):
         """The transitions due now, ``[(name, transition, since)]``, by name; each is emitted once."""

@@ -110,8 +110,8 @@ if __name__ == "__main__":
     # does. python fleet_health.py karmada [kubeconfig [context]]
 
     class MockQueue(asyncio.Queue):
-        async def put(self, event):
-            sys.stdout.write("%s\n" % event)
+        async def put(self, item):
+            sys.stdout.write("%s\n" % item)
             sys.stdout.flush()
 
     logging.basicConfig(level=logging.INFO)

@@ -43,8 +43,7 @@ class ScriptedHub:
     def watch(self, path, resource_version, query=None, timeout_seconds=None):
         step = self._next(("watch", path, resource_version))
         assert step[0] == "watch", step
-        for event in step[1]:
-            yield event
+        yield from step[1]
 
 
 def run(steps):
@@ -74,10 +73,11 @@ def test_a_version_gone_is_listed_again():
 
 def test_a_hub_away_is_said_once_and_tried_with_growing_waits():
     away = client.ClusterError("the hub (https://hub) is unreachable: connection refused")
-    calls, messages, waits = run([("list", "5", []), away, away, away, away, ("watch", [])])
+    calls, messages, waits = run([("list", "5", []), away, away, away, away, ("list", "7", []), ("watch", [])])
     assert messages == [("listed", "members", []), ("away", "members", away.msg), ("back", "members", None)]
     assert waits == [1, 2, 4, 8]
-    assert [c[2] for c in calls[1:6]] == ["5"] * 5  # resumed from where it was
+    assert calls[5] == ("list", "/apis/cluster.karmada.io/v1alpha1/clusters", {"labelSelector": "env=prod", "limit": 1})
+    assert calls[6] == ("watch", "/apis/cluster.karmada.io/v1alpha1/clusters", "5")  # resumed from where it was
 
 
 def test_backoff_is_bounded():
@@ -107,11 +107,20 @@ def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
     monitor.inbox.put(("listed", "leases", []))
     monitor.inbox.put(("changed", "members", "MODIFIED", obj("m1", "2", ready=False)))
     monitor.inbox.put(("away", "members", "the hub (https://hub) is unreachable"))
+    monitor.inbox.put(("away", "leases", "the hub (https://hub) is unreachable"))
     monitor.turn(0)
+    clock.now += datetime.timedelta(seconds=60)
+    monitor.turn(0)
+    assert emitted == []  # nothing while the hub is away
+    monitor.inbox.put(("back", "members", None))
+    monitor.inbox.put(("back", "leases", None))
+    monitor.turn(0)
+    assert emitted == []  # a state must hold for the settle time once the hub is back
     clock.now += datetime.timedelta(seconds=5)
     monitor.turn(0)
     monitor.turn(0)
     assert [(e["member"], e["transition"], e["verdict"]) for e in emitted] == [("m1", "not_ready", "not_ready")]
     assert emitted[0]["evidence"][0]["value"] == "False: cluster is not reachable" and not emitted[0]["repairable"]
     assert said == ["watching 1 member(s) of karmada on the hub (https://hub)",
-                    "the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff"]
+                    "the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff",
+                    "the hub answers again"]

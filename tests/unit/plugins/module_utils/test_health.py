@@ -116,6 +116,18 @@ def test_a_member_not_ready_for_longer_than_unready_seconds_emits_still_not_read
     assert after(tracker, clock, 110) == [("member2", "not_ready"), ("member2", "still_not_ready")]
 
 
+def test_leases_cannot_run_out_while_the_hub_is_away(clock):
+    """No agent renews its Lease while the hub is away: the grace of a Lease renewed before counts from its return."""
+    tracker = tracker_of(clock, [cluster("member1"), cluster("member2")],
+                         [karmada_lease("member1", START), karmada_lease("member2", START)])
+    clock.advance(300)  # the hub away for five minutes (the source asks nothing meanwhile)
+    tracker.hub_back()
+    assert after(tracker, clock, 5) == []
+    tracker.lease("member1", karmada_lease("member1", clock.now))  # member1's agent renews once, 5 s after the return
+    assert after(tracker, clock, 46) == [("member2", "lease_expired")]  # 41 s after the return, held for 10 s
+    assert after(tracker, clock, 10) == [("member1", "lease_expired")]
+
+
 def test_a_state_that_does_not_hold_for_the_settle_time_is_not_emitted(clock):
     tracker = tracker_of(clock, [cluster("member1", push=True)])
     for _flap in range(5):
