@@ -47,15 +47,18 @@ def timestamp(moment):
 def member_state(engine, obj, lease, now, renewable_since=None):
     """``lease_expired``, ``ready`` or ``not_ready`` of member object ``obj`` and its Lease (None when there is none yet,
     or for a Karmada Push member, which has none) at ``now``: the Lease rule of cluster_diagnose first, then the engine's
-    ready condition. ``renewable_since``: when the hub answered again after it was away - no agent could renew its Lease
-    before, so the grace counts from then for a Lease renewed earlier."""
+    ready condition.
+
+    ``renewable_since``: when the hub answered again after it was away. No agent could renew its Lease before, so the
+    grace counts from then for a Lease renewed earlier; until it has passed, such a member's state is undecided (None):
+    the hub's controllers may call it not ready for the Lease the agent had no chance to renew."""
     engine = engines.get(engine)
-    renewed = ((lease or {}).get("spec") or {}).get("renewTime")
-    if renewable_since and (diagnose.parse_time(renewed) or renewable_since) < renewable_since:
-        renewed = timestamp(renewable_since)
-    if lease is not None and not engine.is_push(obj) and diagnose.lease_expired(
-            renewed, engine.lease_grace_seconds(obj, lease), now):
-        return "lease_expired"
+    if lease is not None and not engine.is_push(obj):
+        renewed, grace = ((lease.get("spec") or {}).get("renewTime")), engine.lease_grace_seconds(obj, lease)
+        if diagnose.lease_expired(renewed, grace, now):
+            if not renewable_since or diagnose.lease_expired(timestamp(renewable_since), grace, now):
+                return "lease_expired"
+            return None
     condition = resources.condition(obj, engine.ready_condition["type"]) or {}
     return "ready" if condition.get("status") == "True" else "not_ready"
 
@@ -175,7 +178,7 @@ class Tracker:
         if entry.emitted is None:
             return "joined"
         state = member_state(self.engine, entry.obj, self._leases.get(name), now, self.renewable_since)
-        if entry.emitted == "joined" and state == "not_ready":
+        if state is None or (entry.emitted == "joined" and state == "not_ready"):
             return None
         return state if state != entry.emitted else None
 

@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -82,6 +83,7 @@ async def main(queue, args):
     loop = asyncio.get_running_loop()
 
     def emit(event):
+        LOGGER.info("event: %s", json.dumps(event, sort_keys=True))  # one line each (ansible-rulebook -v shows it)
         asyncio.run_coroutine_threadsafe(queue.put(event), loop)
 
     monitor = fleet_watch.Monitor(hub, engine, emit, LOGGER.warning, found)

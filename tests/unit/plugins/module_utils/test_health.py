@@ -122,8 +122,11 @@ def test_leases_cannot_run_out_while_the_hub_is_away(clock):
                          [karmada_lease("member1", START), karmada_lease("member2", START)])
     clock.advance(300)  # the hub away for five minutes (the source asks nothing meanwhile)
     tracker.hub_back()
+    for name in ("member1", "member2"):  # the hub's controllers: not ready, for the Leases nobody could renew
+        tracker.member(name, cluster(name, ready=False))
     assert after(tracker, clock, 5) == []
     tracker.lease("member1", karmada_lease("member1", clock.now))  # member1's agent renews once, 5 s after the return
+    tracker.member("member1", cluster("member1"))
     assert after(tracker, clock, 46) == [("member2", "lease_expired")]  # 41 s after the return, held for 10 s
     assert after(tracker, clock, 10) == [("member1", "lease_expired")]
 
@@ -194,6 +197,9 @@ def test_a_member_without_a_lease_yet_is_judged_by_its_condition(clock):
     old = karmada_lease("member1", START - datetime.timedelta(hours=1))
     assert health.member_state("karmada", cluster("member1", push=True), old, START) == "ready"  # Push: no agent
     assert health.member_state("karmada", cluster("member1"), old, START) == "lease_expired"
+    back = START - datetime.timedelta(seconds=30)  # the hub answered again 30 s ago: the grace (40 s) runs from then
+    assert health.member_state("karmada", cluster("member1", ready=False), old, START, renewable_since=back) is None
+    assert health.member_state("karmada", cluster("member1"), old, START + datetime.timedelta(seconds=11), back) == "lease_expired"
 
 
 def test_the_periodic_check_emits_a_finding_once_and_again_after_it_cleared(clock):
