@@ -56,8 +56,8 @@ def facts(engine, member):
 
 
 def rulebook_command():
-    found = os.environ.get("FLEET_ANSIBLE_RULEBOOK") or shutil.which("ansible-rulebook",
-                                                                    path=os.path.dirname(sys.executable))
+    beside = shutil.which("ansible-rulebook", path=os.path.dirname(sys.executable))
+    found = os.environ.get("FLEET_ANSIBLE_RULEBOOK") or beside
     assert found, ("ansible-rulebook is not installed next to %s: run tests/setup.sh, or set FLEET_ANSIBLE_RULEBOOK"
                    % sys.executable)
     return found

@@ -85,9 +85,9 @@ class Monitor:
 
     ``emit(event)`` receives each event, ``log(message)`` what the source says (the hub away and back, the first listing).
     ``settings``: ``label_selector`` (the members watched), ``settle_seconds``, ``unready_seconds`` (see
-    :class:`health.Tracker`), ``members`` (member name to its connection, a
-    :class:`client.Cluster`: read for the diagnosis and the periodic check), ``check_seconds`` (the periodic check's
-    interval, 0: none), ``certificate_days`` (the threshold of ``certificate_expiring``). ``clock`` gives the time.
+    :class:`health.Tracker`), ``members`` (member name to its connection, a :class:`client.Cluster`: read for the
+    diagnosis and the periodic check), ``check_seconds`` (the periodic check's interval, 0: none), ``certificate_days``
+    (the threshold of ``certificate_expiring``). ``clock`` gives the time.
     """
 
     def __init__(self, hub, engine, emit, log, settings=None, clock=health.utc_now):

@@ -23,8 +23,9 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 
 TRANSITIONS = ("joined", "ready", "not_ready", "lease_expired", "removed", "still_not_ready", "certificate_expiring",
                "version_skew")
-# The transitions of a member's state, and what may follow which: a member that joined and never was ready is
-# registering, not failing, so it emits ``ready`` (or ``lease_expired``, ``removed``) next, never ``not_ready``.
+# The states of a member object on the hub: ready, and the two of a member not ready. A member that joined and has not
+# been ready yet is registering, not failing: it emits ``ready`` (or ``lease_expired``, ``removed``) next, not
+# ``not_ready``.
 STATES = ("ready", "not_ready", "lease_expired")
 # The verdicts of cluster_diagnose that running the member's registration again (site.yml --limit <member>) repairs:
 # the agent gone or not running, its certificate expired or unapproved, its kubeconfigs naming an old hub address or CA,
@@ -93,7 +94,6 @@ def skew_finding(agent_version, hub_version):
 class _Member:
     def __init__(self, emitted):
         self.obj = None
-        self.lease = None
         self.emitted = emitted  # the state last emitted ("joined" for one that has not been ready yet), None: not yet
         self.pending = None  # (state, since): a state that differs from the emitted one, since it was first seen
         self.unready_since = None  # when it stopped being ready (not_ready or lease_expired, as emitted)

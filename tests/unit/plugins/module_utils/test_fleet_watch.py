@@ -3,7 +3,7 @@
 import datetime
 import threading
 
-from ansible_collections.multicluster.fleet.plugins.module_utils import client, diagnose, karmada
+from ansible_collections.multicluster.fleet.plugins.module_utils import client, diagnose, engines, karmada
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import fleet_watch
 
 START = datetime.datetime(2026, 12, 7, 8, 0, 0, tzinfo=datetime.timezone.utc)
@@ -124,3 +124,29 @@ def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
     assert said == ["watching 1 member(s) of karmada on the hub (https://hub)",
                     "the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff",
                     "the hub answers again"]
+
+
+def test_the_periodic_check_emits_a_finding_once(monkeypatch):
+    """Members given with their connection are checked every check_seconds: the agent's certificate and version."""
+    clock = Clock()
+    emitted = []
+    engine = engines.get("karmada")
+    monitor = fleet_watch.Monitor(ScriptedHub([], threading.Event()), engine, emitted.append, lambda message: None,
+                                  {"settle_seconds": 5, "members": {"m1": "m1's connection"}, "check_seconds": 60,
+                                   "certificate_days": 30}, clock=clock)
+    read = []
+    monkeypatch.setattr(engine, "read_agent", lambda member: read.append(member) or {
+        "certificate_expiration": "2026-12-17T08:00:00Z", "version": "v1.16.0"})
+    monkeypatch.setattr(engine, "hub_release", lambda hub: "v1.18.2")
+    monkeypatch.setattr(fleet_watch.Monitor, "diagnosis", lambda self, name: None)
+    monitor.inbox.put(("listed", "members", [obj("m1", "1"), obj("m2", "1")]))
+    monitor.inbox.put(("listed", "leases", []))
+    monitor.turn(0)
+    assert [(e["member"], e["transition"]) for e in emitted] == [("m1", "certificate_expiring"), ("m1", "version_skew")]
+    assert emitted[0]["finding"] == {"not_after": "2026-12-17T08:00:00Z", "days_left": 10}
+    assert read == ["m1's connection"]  # m2 has no connection: not checked
+    clock.now += datetime.timedelta(seconds=30)
+    monitor.turn(0)
+    clock.now += datetime.timedelta(seconds=30)
+    monitor.turn(0)
+    assert len(emitted) == 2 and read == ["m1's connection"] * 2  # checked again after 60 s, nothing new
