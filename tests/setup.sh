@@ -45,6 +45,12 @@ _missing=()
 for _p in rsync shellcheck git iproute2 openssh-client openssh-server; do
   dpkg -s "$_p" >/dev/null 2>&1 || _missing+=("$_p")
 done
+# ansible-rulebook (tests/requirements.txt; the event source's lab test) runs its rule engine (drools_jpy) on a Java 17
+# runtime: Debian's openjdk-17-jre-headless, installed where no java of 17 or newer is found.
+_fleet_java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]; exit}'; }
+if ! command -v java >/dev/null 2>&1 || [ "$(_fleet_java_major)" -lt 17 ] 2>/dev/null; then
+  _missing+=(openjdk-17-jre-headless)
+fi
 if [ ${#_missing[@]} -gt 0 ]; then
   echo "[setup] installing Debian packages: ${_missing[*]}" >&2
   _sudo=(); [ "$(id -u)" = 0 ] || _sudo=(sudo)
@@ -100,6 +106,12 @@ if wanted:
     subprocess.check_call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "-q"] + wanted, env=env)
 PY
 done
+
+# jpy finds the Java runtime by JAVA_HOME, else by the java on PATH.
+if [ -z "${JAVA_HOME:-}" ] && command -v java >/dev/null 2>&1; then
+  JAVA_HOME="$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")"
+  export JAVA_HOME
+fi
 
 export FLEET_VENV FLEET_LAB_BIN FLEET_LAB_BIN_OLDEST
 export PATH="$FLEET_VENV/bin:$PATH"

@@ -17,7 +17,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GUIDES = ("architecture", "awx", "addons", "labels", "cluster_sets", "maintenance", "versions", "hub_changes",
-          "upgrades", "inventory", "modules", "performance", "development")
+          "upgrades", "self_healing", "inventory", "modules", "performance", "development")
 LABEL_PREFIX = "ansible_collections.multicluster.fleet.docsite."
 
 

@@ -54,8 +54,9 @@ from ansible.release import __version__ as ansible_release
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CACHE = os.environ.get("FLEET_MATRIX_CACHE", os.path.expanduser("~/.cache/multicluster-fleet/matrix"))
 COLLECTIONS = os.path.join(ROOT, "tests", "output", "collections")
-# Test requirements the matrix does not need (linters, molecule) or replaces (the ansible package: ansible-core==X).
-SKIPPED_REQUIREMENTS = re.compile(r"^(ansible|ansible-lint|molecule)\s*([<>=!~;]|$)")
+# Test requirements the matrix does not need (linters, molecule; ansible-rulebook, whose lab test is no matrix step) or
+# replaces (the ansible package: ansible-core==X).
+SKIPPED_REQUIREMENTS = re.compile(r"^(ansible|ansible-lint|molecule|ansible-rulebook)\s*([<>=!~;]|$)")
 # Pythons older than this run no ansible-core still maintained: not asked.
 OLDEST_PYTHON = (3, 10)
 PRE_RELEASE = re.compile(r"(a|b|rc)\d+$")

@@ -84,6 +84,13 @@ def evidence(obj, field, value, when=None, now=None):
     return {"object": obj, "field": field, "value": value, "age": age(when, now) if when and now else None}
 
 
+def lease_expired(renew_time, grace_seconds, now):
+    """A member's Lease, last renewed at ``renew_time`` (a timestamp, None when never), counts as gone at ``now``: its
+    agent has not renewed it for longer than ``grace_seconds``."""
+    renewed = parse_time(renew_time)
+    return renewed is None or (now - renewed).total_seconds() > grace_seconds
+
+
 # --- reading -----------------------------------------------------------------------------------------------------
 
 
@@ -312,9 +319,7 @@ def _rules(hub, member, now):
     yield "rbac_missing", hub["denied_access"] and [
         evidence("SubjectAccessReview", "user %s may" % hub["agent_user"], "not " + access) for access in hub["denied_access"]]
     if lease is not None:
-        renewed = parse_time(lease["renew_time"])
-        expired = renewed is None or (now - renewed).total_seconds() > lease["grace_seconds"]
-        yield "lease_expired", expired and [evidence(
+        yield "lease_expired", lease_expired(lease["renew_time"], lease["grace_seconds"], now) and [evidence(
             lease["object"], "spec.renewTime", "%s (counts as gone %ss after)" % (lease["renew_time"], lease["grace_seconds"])
             if lease["present"] else "absent", lease["renew_time"], now)]
     condition = hub["ready_condition"] or {}

@@ -41,6 +41,7 @@ IMPORT_ERROR = kubeconfigs.YAML_IMPORT_ERROR
 # How messages call a cluster whose name is not known, by the part it plays.
 ROLES = {"hub": "the hub", "member": "the member cluster", "hosting": "the hosting cluster"}
 DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+WATCH_SECONDS = 300  # how long the server keeps one watch open (it ends it then; the watcher watches again)
 CONNECT_RETRY_DELAYS = (0.0, 0.4)  # a connection refused or timed out is tried again after these (seconds)
 IDLE_CONNECTIONS = 4  # kept-alive connections kept per server
 TLS_HINT = "TLS verification failed; check ca_cert / the kubeconfig's certificate-authority"
@@ -66,6 +67,10 @@ class NotFound(ClusterError):
 
 class Conflict(ClusterError):
     pass
+
+
+class Gone(ClusterError):
+    """410 Gone: a watch asked for a resourceVersion the server no longer has; list again."""
 
 
 def names_cluster(auth):
@@ -446,8 +451,42 @@ class Cluster:
             text += " (the namespace is being deleted; run again once it is gone)"
         elif status == 403:
             text += " (the credentials lack RBAC permission for this)"
-        error = {404: NotFound, 409: Conflict}.get(status, ClusterError)
+        error = {404: NotFound, 409: Conflict, 410: Gone}.get(status, ClusterError)
         return error(text.rstrip(), status, reason)
+
+    def watch(self, path, resource_version, query=None, timeout_seconds=WATCH_SECONDS):
+        """The events of a Kubernetes watch of collection ``path`` from ``resource_version``, as ``(type, object)``:
+        ``ADDED``, ``MODIFIED``, ``DELETED`` and ``BOOKMARK`` (whose object carries only the resourceVersion reached),
+        read as the server streams them (one JSON document a line), until it ends the watch (after ``timeout_seconds``).
+
+        Raises :class:`Gone` when the server no longer has ``resource_version`` (as the answer, or as an ``ERROR`` event:
+        list again), :class:`ClusterError` as :meth:`request` does, also when the connection breaks mid-watch.
+        """
+        fields = dict(query or {}, watch="true", allowWatchBookmarks="true", resourceVersion=resource_version,
+                      timeoutSeconds=timeout_seconds)
+        url = self.server + path + "?" + urlencode([(k, v) for k, v in fields.items() if v is not None])
+        what = "%s: watch of %s" % (self.label, path)
+        try:
+            status, lines, close = self._transport.stream(url, self._headers(None), (DEFAULT_TIMEOUT[0], timeout_seconds + 30))
+        except _Unreachable as exc:
+            raise ClusterError("%s is unreachable: %s (%s)" % (self.label, exc.detail, exc.hint))
+        try:
+            if status != 200:
+                raise self._http_error("GET", path, status, b"".join(lines))
+            for line in lines:
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    code = obj.get("code") or 500
+                    raise (Gone if code == 410 else ClusterError)(
+                        "%s ended: %s %s" % (what, code, obj.get("message") or obj.get("reason") or ""), code, obj.get("reason"))
+                yield event.get("type"), obj
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            raise ClusterError("%s broke off: %s (%s)" % (what, str(exc) or type(exc).__name__, CONNECT_HINT))
+        finally:
+            close()
 
 
 class _Unreachable(Exception):
@@ -536,6 +575,22 @@ class _DirectTransport:
                     return status, data
         connection.close()
         return status, data
+
+    def stream(self, url, headers, timeout):
+        """``(status, lines, close)`` of a GET whose answer is read as it comes, on a connection of its own."""
+        parts = urlsplit(url)
+        connection, _reused = self._connection(timeout[0], reuse=False)
+        try:
+            connection.sock.settimeout(timeout[1])
+            connection.putrequest("GET", parts.path + "?" + parts.query, skip_accept_encoding=True)
+            for name, value in headers:
+                connection.putheader(name, value)
+            connection.endheaders()
+            response = connection.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            raise self._unreachable(exc, connecting=False)
+        return response.status, iter(response.readline, b""), connection.close
 
     def _exchange(self, connection, method, target, payload, headers, timeout):
         """Send one request on ``connection``: ``(status, body, whether the connection stays open)``."""
@@ -634,6 +689,20 @@ class _ProxiedTransport:
         except urllib3.exceptions.HTTPError as exc:
             raise self._unreachable(exc)
         return response.status, response.data
+
+    def stream(self, url, headers, timeout):
+        """``(status, lines, close)`` of a GET whose answer is read as it comes."""
+        urllib3 = self._urllib3
+        fields = self._header_dict()
+        for name, value in headers:
+            fields.add(name, value)
+        try:
+            response = self._pool.request("GET", url, headers=fields, timeout=urllib3.Timeout(*timeout), preload_content=False)
+        except urllib3.exceptions.MaxRetryError as exc:
+            raise self._unreachable(exc.reason)
+        except urllib3.exceptions.HTTPError as exc:
+            raise self._unreachable(exc)
+        return response.status, iter(response.readline, b""), response.release_conn
 
     def _unreachable(self, cause):
         exceptions = self._urllib3.exceptions

@@ -217,6 +217,77 @@ class TestDirectTransport:
                        check=True)
 
 
+class WatchHandler(BaseHTTPRequestHandler):
+    """A watch as the API server streams it (chunked, one JSON event a line): ``server.script[resourceVersion]`` is the
+    status and the events to send for a watch from that version."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.server.paths.append(self.path)
+        query = dict(part.split("=", 1) for part in self.path.split("?", 1)[1].split("&"))
+        status, events = self.server.script[query["resourceVersion"]]
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for event in events:
+            line = (json.dumps(event) + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args):
+        pass
+
+
+class TestWatch:
+    """``Cluster.watch``: a GET with ?watch=true from a resourceVersion, its events read as they are streamed."""
+
+    @pytest.fixture
+    def server(self):
+        server = ThreadingHTTPServer(("127.0.0.1", 0), WatchHandler)
+        server.paths, server.script = [], {}
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        yield server
+        server.shutdown()
+        server.server_close()
+
+    def cluster(self, server):
+        return client.Cluster("hub", client.build_configuration({"host": "http://127.0.0.1:%d" % server.server_address[1]}, "x"))
+
+    def test_events_in_order_with_bookmarks(self, server):
+        server.script["7"] = (200, [{"type": "ADDED", "object": {"metadata": {"name": "m1", "resourceVersion": "8"}}},
+                                    {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}},
+                                    {"type": "DELETED", "object": {"metadata": {"name": "m1", "resourceVersion": "10"}}}])
+        events = list(self.cluster(server).watch("/apis/cluster.karmada.io/v1alpha1/clusters", "7", {"labelSelector": "a=b"}, 5))
+        assert [(kind, obj["metadata"]["resourceVersion"]) for kind, obj in events] == [("ADDED", "8"), ("BOOKMARK", "9"),
+                                                                                        ("DELETED", "10")]
+        path, query = server.paths[0].split("?")
+        assert path == "/apis/cluster.karmada.io/v1alpha1/clusters"
+        assert sorted(query.split("&")) == ["allowWatchBookmarks=true", "labelSelector=a%3Db", "resourceVersion=7",
+                                            "timeoutSeconds=5", "watch=true"]
+
+    @pytest.mark.parametrize("status, events", [
+        (200, [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}}]),
+        (410, [{"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}]),
+    ])
+    def test_a_version_the_server_no_longer_has_is_gone(self, server, status, events):
+        server.script["3"] = (status, events)
+        with pytest.raises(client.Gone) as info:
+            list(self.cluster(server).watch("/api/v1/namespaces", "3"))
+        assert info.value.status == 410 and "too old" in info.value.msg
+
+    def test_a_hub_that_does_not_answer(self, server):
+        port = server.server_address[1]
+        server.shutdown()
+        server.server_close()
+        with pytest.raises(client.ClusterError) as info:
+            list(client.Cluster("hub", client.build_configuration({"host": "http://127.0.0.1:%d" % port}, "x")).watch("/api/v1/namespaces", "1"))
+        assert "is unreachable" in info.value.msg and info.value.status == 0
+
+
 class TestGetCluster:
     def test_one_connection_per_credentials(self):
         first = client.get_cluster({"host": "https://cache-test:1", "api_key": "a"}, "hub")
