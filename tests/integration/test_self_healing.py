@@ -180,7 +180,7 @@ def test_a_stopped_agent_is_registered_again_and_ready_follows(lab, fleet, tmp_p
     events, text = repairing.rulebook.events(), repairing.rulebook.text()
     assert [(e["member"], e["transition"], e["verdict"]) for e in events] == [
         ("member2", "lease_expired", "lease_expired"), ("member2", "ready", "healthy")], events
-    assert events[0]["repairable"] and events[0]["meta"]["hosts"] == "member2"
+    assert events[0]["registered"] and events[0]["repairable"] and events[0]["meta"]["hosts"] == "member2"
     assert [e["object"] for e in events[0]["evidence"]] == [member2["lease_ref"]], events[0]
     assert site_runs(text) == [("member2", True)], text[-4000:]  # site.yml ran once, for member2 alone
     assert lab.api("member2").get(member2["agent"])["metadata"]["name"] == member2["agent"].rsplit("/", 1)[1]

@@ -22,6 +22,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose, health
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration.lease_lock import LEASE
 
 BACKOFF_SECONDS = (1, 2, 4, 8, 15, 30)  # the waits before watching again while the hub does not answer
@@ -163,6 +164,14 @@ class Monitor:
                 member_facts = {"reachable": False, "error": exc.msg}
         return diagnose.decide(hub_facts, member_facts, now)
 
+    def registered(self, name):
+        """Whether the hub record says that the collection registered member ``name`` (False when it cannot be read)."""
+        try:
+            return hub_record.read(self.hub, self.engine.name, name) is not None
+        except FleetError as exc:
+            self.log("cannot read the hub record of member %s: %s" % (name, exc.msg))
+            return False
+
     def check(self, name):
         """The periodic check's findings on member ``name`` (nothing without its connection)."""
         member = self.members.get(name)
@@ -191,13 +200,15 @@ class Monitor:
         if len(self.listed) < len(self.collections) or self.away:
             return  # no transition before both the members and their Leases are known, nor while the hub is away
         for name, transition, since in self.tracker.due():
-            self.emit(health.event(self.engine, name, transition, self.diagnosis(name), since=since, now=self.clock()))
+            self.emit(health.event(self.engine, name, transition, self.diagnosis(name), since=since, now=self.clock(),
+                                   registered=self.registered(name)))
         now = self.clock()
         if self.check_seconds and (self.last_check is None or (now - self.last_check).total_seconds() >= self.check_seconds):
             self.last_check = now
             for name in self.tracker.names():
                 for transition, finding in self.tracker.check(name, self.check(name)):
-                    self.emit(health.event(self.engine, name, transition, self.diagnosis(name), finding=finding, now=now))
+                    self.emit(health.event(self.engine, name, transition, self.diagnosis(name), finding=finding, now=now,
+                                           registered=self.registered(name)))
 
     def run(self, stop, wait_seconds=1.0):
         """Watch and emit until ``stop`` is set."""

@@ -241,17 +241,23 @@ class Tracker:
         return found
 
 
-def event(engine, name, transition, diagnosis, since=None, finding=None, now=None):
+def event(engine, name, transition, diagnosis, since=None, finding=None, now=None, registered=False):
     """The event of one transition: the member, its engine, the transition, when (``time``: now; ``since``: when its
     state began), cluster_diagnose's ``verdict``, ``evidence`` and ``next_step`` (``diagnosis``, the result of
-    ``diagnose.decide``; None when it could not be read: verdict None), ``repairable``: whether running the member's
-    registration again repairs that verdict, and the periodic check's ``finding``. Nothing in it is secret: names,
-    states, timestamps and the evidence cluster_diagnose shows."""
+    ``diagnose.decide``; None when it could not be read: verdict None), ``registered``, ``repairable``: whether running
+    the member's registration again repairs that verdict, and the periodic check's ``finding``. Nothing in it is secret:
+    names, states, timestamps and the evidence cluster_diagnose shows.
+
+    A member object is anyone's who may create one - a member's agent, a bootstrap token - and so is its name, which
+    is the hosts of the event (``meta.hosts``: a rulebook's ``--limit``; without it ansible-rulebook would run on all
+    of its ruleset's hosts) and could be ``all`` or an inventory group's. A member is ``repairable`` only where the hub
+    record (which no agent can write) says that the collection registered it (``registered``); a rulebook acts on
+    no other."""
     now = now or utc_now()
     diagnosis = diagnosis or {}
     verdict = diagnosis.get("verdict")
     return {"member": name, "engine": engines.get(engine).name, "transition": transition, "time": timestamp(now),
             "since": timestamp(since) if since else None, "verdict": verdict, "evidence": diagnosis.get("evidence") or [],
-            "next_step": diagnosis.get("next_step"),
-            "repairable": verdict in REPAIRABLE and transition in STATES[1:] + ("still_not_ready",),
+            "next_step": diagnosis.get("next_step"), "registered": registered,
+            "repairable": registered and verdict in REPAIRABLE and transition in STATES[1:] + ("still_not_ready",),
             "finding": finding, "meta": {"hosts": name}}

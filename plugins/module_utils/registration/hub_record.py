@@ -61,15 +61,30 @@ def ensure(hub, engine, cluster_name, cluster_id, check_mode=False, cluster_name
     return resources.ensure(hub, CONFIG_MAP, desired(engine, cluster_name, cluster_id, cluster_namespace), check_mode)
 
 
+def _data(obj, engine):
+    """The data of record ``obj`` of ``engine``, or None when its data does not match its name (it records nothing this
+    collection wrote)."""
+    data = (obj or {}).get("data") or {}
+    cluster_name = data.get(CLUSTER_NAME_KEY)
+    if cluster_name and data.get("engine") == engine and obj["metadata"]["name"] == name(engine, cluster_name):
+        return data
+    return None
+
+
+def read(hub, engine, cluster_name):
+    """The record data of ``cluster_name`` (engine name ``engine``) on ``hub``, or None when the collection did not
+    register it."""
+    return _data(resources.get(hub, CONFIG_MAP, name(engine, cluster_name), NAMESPACE), engine)
+
+
 def read_all(hub, engine):
     """``{cluster name: record data}`` of every record of ``engine`` on ``hub``; a record whose data does not match its
     name is left out (it records nothing this collection wrote)."""
     found = {}
     for obj in resources.list_objects(hub, CONFIG_MAP, NAMESPACE, label_selector="%s=%s" % (ENGINE_LABEL, engine)):
-        data = obj.get("data") or {}
-        cluster_name = data.get(CLUSTER_NAME_KEY)
-        if cluster_name and data.get("engine") == engine and obj["metadata"]["name"] == name(engine, cluster_name):
-            found[cluster_name] = data
+        data = _data(obj, engine)
+        if data:
+            found[data[CLUSTER_NAME_KEY]] = data
     return found
 
 

@@ -7,6 +7,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import engines,
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import fleet_watch
+from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 
 START = datetime.datetime(2026, 12, 7, 8, 0, 0, tzinfo=datetime.timezone.utc)
 
@@ -103,6 +104,8 @@ def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
              "ready_condition": {"type": "Ready", "status": "False", "message": "cluster is not reachable"}, "lease": None,
              "csrs": [], "denied_access": [], "agent_user": None, "namespace": None, "terminating_works": [], "cluster_id": None}
     monkeypatch.setattr(diagnose, "read_hub", lambda hub, engine, name: dict(facts, cluster=name))
+    records = []
+    monkeypatch.setattr(hub_record, "read", lambda hub, engine, name: records.append((engine, name)) or {"cluster-name": name})
     monitor.inbox.put(("listed", "members", [obj("m1", "1")]))
     monitor.turn(0)
     assert emitted == []  # the Leases are not known yet
@@ -123,6 +126,7 @@ def test_the_monitor_emits_each_transition_once_with_the_diagnosis(monkeypatch):
     monitor.turn(0)
     assert [(e["member"], e["transition"], e["verdict"]) for e in emitted] == [("m1", "not_ready", "not_ready")]
     assert emitted[0]["evidence"][0]["value"] == "False: cluster is not reachable" and not emitted[0]["repairable"]
+    assert emitted[0]["registered"] is True and emitted[0]["meta"] == {"hosts": "m1"} and records == [("karmada", "m1")]
     assert said == ["watching 1 member(s) of karmada on the hub (https://hub)",
                     "the hub does not answer (the hub (https://hub) is unreachable); trying again with backoff",
                     "the hub answers again"]
@@ -136,6 +140,7 @@ def test_the_periodic_check_emits_a_finding_once(monkeypatch):
     monitor = fleet_watch.Monitor(ScriptedHub([], threading.Event()), engine, emitted.append, lambda message: None,
                                   {"settle_seconds": 5, "members": {"m1": "m1's connection"}, "check_seconds": 60,
                                    "certificate_days": 30}, clock=clock)
+    monkeypatch.setattr(hub_record, "read", lambda hub, engine, name: None)
     read = []
     monkeypatch.setattr(engine, "read_agent", lambda member: read.append(member) or {
         "certificate_expiration": "2026-12-17T08:00:00Z", "version": "v1.16.0"})

@@ -224,11 +224,22 @@ def test_version_skew_findings():
 
 def test_an_event_carries_the_diagnosis_and_whether_registration_repairs_it():
     diagnosis = {"verdict": "lease_expired", "evidence": [{"object": "Lease/karmada-cluster/member2"}], "next_step": "..."}
-    found = health.event("karmada", "member2", "lease_expired", diagnosis, since=START, now=START + datetime.timedelta(seconds=10))
+    found = health.event("karmada", "member2", "lease_expired", diagnosis, since=START, now=START + datetime.timedelta(seconds=10),
+                         registered=True)
     assert found == {"member": "member2", "engine": "karmada", "transition": "lease_expired", "time": "2026-12-07T08:00:10Z",
                      "since": "2026-12-07T08:00:00Z", "verdict": "lease_expired", "evidence": diagnosis["evidence"],
-                     "next_step": "...", "repairable": True, "finding": None, "meta": {"hosts": "member2"}}
-    assert not health.event("karmada", "member2", "ready", diagnosis)["repairable"]
-    assert not health.event("karmada", "member2", "not_ready", dict(diagnosis, verdict="member_unreachable"))["repairable"]
-    assert health.event("ocm", "member2", "not_ready", dict(diagnosis, verdict="agent_not_running"))["repairable"]
+                     "next_step": "...", "registered": True, "repairable": True, "finding": None, "meta": {"hosts": "member2"}}
+    assert not health.event("karmada", "member2", "ready", diagnosis, registered=True)["repairable"]
+    assert not health.event("karmada", "member2", "not_ready", dict(diagnosis, verdict="member_unreachable"),
+                            registered=True)["repairable"]
+    assert health.event("ocm", "member2", "not_ready", dict(diagnosis, verdict="agent_not_running"), registered=True)["repairable"]
     assert health.event("ocm", "member2", "removed", None)["verdict"] is None
+
+
+@pytest.mark.parametrize("name", ["all", "members", "member2"])
+def test_a_member_the_collection_did_not_register_is_reported_never_acted_on(name):
+    """Its name is whoever created the member object's - an agent's, a bootstrap token's: reported, never repairable. The
+    event still names its hosts: without them, ansible-rulebook would run an action on all of the ruleset's."""
+    found = health.event("ocm", name, "lease_expired", {"verdict": "lease_expired"})
+    assert found["member"] == name and found["transition"] == "lease_expired" and found["verdict"] == "lease_expired"
+    assert found["registered"] is False and found["repairable"] is False and found["meta"] == {"hosts": name}

@@ -30,6 +30,10 @@ def test_the_record_is_read_only_where_its_name_and_data_agree(fake_cluster):
     hub.add(CONFIG_MAP, hub_record.desired("ocm", "member4", "id-4"))
     assert hub_record.read_all(hub, "karmada") == {
         "member1": {"engine": "karmada", "cluster-name": "member1", "cluster-id": "id-1", "cluster-namespace": "karmada-cluster"}}
+    assert hub_record.read(hub, "karmada", "member1") == hub_record.read_all(hub, "karmada")["member1"]
+    assert hub_record.read(hub, "karmada", "member2") is None  # its data names member3
+    assert hub_record.read(hub, "karmada", "member4") is None  # an OCM record
+    assert hub_record.read(hub, "karmada", "member5") is None  # none
 
 
 def test_the_cluster_id_annotation_patch():
