@@ -204,14 +204,15 @@ def fleet_day2_failures(day2, steps):
     with each one's message in ``cluster_errors``), else every cluster it was given failed with its message."""
     failures, seen = [], set()
     for part, task, result in steps:
-        given = [{"clusters": [i["name"] for i in day2.get(part) or []]}]
-        runs = zip(result["results"], [r.get("item") or {} for r in result["results"]]) if "results" in result else \
-            [(result, given[0])]
-        for one, item in runs:
+        if "results" in result:  # a loop (cluster_sets): an item per set, with its clusters
+            runs = [(one, (one.get("item") or {}).get("clusters") or []) for one in result["results"]]
+        else:
+            runs = [(result, [item["name"] for item in day2.get(part) or []])]
+        for one, given in runs:
             if not one.get("failed"):
                 continue
             errors = one.get("cluster_errors") or {}
-            for name in one.get("clusters_failed") or item.get("clusters") or []:
+            for name in one.get("clusters_failed") or given:
                 if name not in seen and name in day2["hosts"]:
                     seen.add(name)
                     failures.append({"host": day2["hosts"][name], "name": name, "task": task,
