@@ -34,6 +34,7 @@ COLUMNS = {
 }
 ACTIONS = {"register": "registered", "detach": "detached", "upgrade": "upgraded"}
 DIAGNOSIS = ("verdict", "next_step", "evidence")  # what a failure record keeps of multicluster.fleet.cluster_diagnose
+TAINT_FIELDS = ("key", "value", "effect")  # a taint of the inventory variable taints (module cluster_taint)
 
 
 def _given(value):
@@ -135,7 +136,27 @@ def fleet_member_problem(name, action, member, hub_host, hub):
     if action != "detach" and "fleet_hub_started" in hub and "hub_init_join" not in hub:
         return "the hub play failed on %s (see its error above), so there is no join token" % hub_host
     if action == "register":
-        return _cluster_set_label_problem(member.get("engine"), member.get("labels"), member.get("cluster_set"))
+        return _inventory_values_problem(member) or _cluster_set_label_problem(
+            member.get("engine"), member.get("labels"), member.get("cluster_set"))
+    return ""
+
+
+def _inventory_values_problem(member):
+    """Inventory ``labels``, ``annotations`` or ``taints`` of a shape the hub step of site.yml cannot take (it passes
+    every member's to one task, which would fail for all of them): the first such problem, ``''`` when none."""
+    for option in ("labels", "annotations"):
+        value = member.get(option)
+        if value is not None and not hasattr(value, "keys"):
+            return "%s must be a dict of keys and values, not %s" % (option, type(value).__name__)
+    taints = member.get("taints")
+    if taints is not None and not isinstance(taints, (list, tuple)):
+        return "taints must be a list of taints (key, value, effect), not %s" % type(taints).__name__
+    for index, taint in enumerate(taints or []):
+        if not hasattr(taint, "keys") or "key" not in taint:
+            return "taints[%d] must be a dict with a key (and value, effect), not %r" % (index, taint)
+        unknown = sorted(set(taint) - set(TAINT_FIELDS))
+        if unknown:
+            return "taints[%d] has %s; a taint has only %s" % (index, ", ".join(unknown), ", ".join(TAINT_FIELDS))
     return ""
 
 
@@ -151,6 +172,67 @@ def fleet_failure_record(result, task, diagnosis=None):
     elif (diagnosis or {}).get("verdict"):
         record.update((key, diagnosis.get(key)) for key in DIAGNOSIS)
     return record
+
+
+def fleet_day2(hosts, hostvars):
+    """What the inventory asks on the hub for the members of ``hosts`` that registered in this run (the fact
+    ``fleet_done``, no ``fleet_failure``), one list per hub step of site.yml, each for one task: ``labels`` (per member
+    ``name``, ``labels``, ``annotations``: cluster_label's ``per_cluster``), ``taints`` (``name`` and ``taints`` of the
+    members that have taints: cluster_taint's ``per_cluster``), ``cluster_sets`` (per set named by a member's
+    ``cluster_set``, its ``name`` and ``clusters``), and ``hosts``, ``{cluster name: host}``."""
+    labels, taints, sets, names = [], [], {}, {}
+    for host in hosts or []:
+        facts = hostvars[host]
+        if not facts.get("fleet_done") or facts.get("fleet_failure"):
+            continue
+        name = facts.get("cluster_name") or host
+        names[name] = host
+        labels.append({"name": name, "labels": facts.get("labels") or {}, "annotations": facts.get("annotations") or {}})
+        if facts.get("taints"):
+            taints.append({"name": name, "taints": facts["taints"]})
+        if "cluster_set" in facts:
+            sets.setdefault(facts["cluster_set"], []).append(name)
+    return {"labels": labels, "taints": taints, "cluster_sets": [{"name": k, "clusters": v} for k, v in sets.items()],
+            "hosts": names}
+
+
+def fleet_day2_failures(day2, steps):
+    """The members a hub step of site.yml failed: ``{host, name, task, message}`` each, in the order of ``steps``, a
+    member once (its first failure). ``day2`` is what :func:`fleet_day2` gave the steps; ``steps`` are ``[part, task,
+    result]``: the part of ``day2`` a task was given (``labels``, ``taints``, ``cluster_sets``, whose task loops over the
+    sets), the task's name and its registered result. A failed result names its failed clusters (``clusters_failed``,
+    with each one's message in ``cluster_errors``), else every cluster it was given failed with its message."""
+    failures, seen = [], set()
+    for part, task, result in steps:
+        if "results" in result:  # a loop (cluster_sets): an item per set, with its clusters
+            runs = [(one, (one.get("item") or {}).get("clusters") or []) for one in result["results"]]
+        else:
+            runs = [(result, [item["name"] for item in day2.get(part) or []])]
+        for one, given in runs:
+            if not one.get("failed"):
+                continue
+            errors = one.get("cluster_errors") or {}
+            for name in one.get("clusters_failed") or given:
+                if name not in seen and name in day2["hosts"]:
+                    seen.add(name)
+                    failures.append({"host": day2["hosts"][name], "name": name, "task": task,
+                                     "message": errors.get(name) or one.get("msg") or "failed"})
+    return failures
+
+
+def fleet_member_connections(hosts, hostvars, kubeconfig=None, hubs=None):
+    """The connections of member hosts ``hosts``, ``{name, <authentication options>}`` each (the ``connection`` filter
+    with the member's cluster name as context), for those that have one of their own (a kubeconfig or host), as
+    cluster_info's ``members`` takes them; first that of each hub of ``hubs`` registered with itself in this run (the
+    fact ``fleet_member_name``, the name of its own cluster), whose connection is the hub's."""
+    found = []
+    for host in [h for h in hubs or [] if hostvars[h].get("fleet_member_name")] + list(hosts or []):
+        facts = hostvars[host]
+        name = facts.get("fleet_member_name") or facts.get("cluster_name") or host
+        options = connection(facts, kubeconfig, None if facts.get("fleet_member_name") else name)
+        if "kubeconfig" in options or "host" in options:
+            found.append(dict(options, name=name))
+    return found
 
 
 def fleet_members(hosts, hostvars, hubs=None):
@@ -254,7 +336,8 @@ def fleet_report(members, clusters, engine, action="register", check_mode=False,
     found = dict((c["name"], c) for c in clusters or [])
     ran = [m for m in members or [] if m.get("ran") or m.get("not_attempted")]
     rows = []
-    agents = dict((m["name"], m["agent"]) for m in members or [] if m.get("agent"))  # read for this summary
+    agents = dict((m["name"], m["agent"]) for m in members or [] if m.get("agent"))  # read by the member plays
+    agents.update((c["name"], c["agent"]) for c in clusters or [] if c.get("agent"))  # read with the clusters
     for name in sorted(set(found) | set(m["name"] for m in ran)):
         cluster = found.get(name)
         # a row per host of this run: two hosts giving a cluster the same name each keep their own result
@@ -527,6 +610,9 @@ class FilterModule(object):
             "fleet_member_problem": fleet_member_problem,
             "fleet_failure_record": fleet_failure_record,
             "fleet_members": fleet_members,
+            "fleet_member_connections": fleet_member_connections,
+            "fleet_day2": fleet_day2,
+            "fleet_day2_failures": fleet_day2_failures,
             "fleet_report": fleet_report,
             "fleet_table": fleet_table,
             "fleet_markdown": fleet_markdown,

@@ -22,6 +22,8 @@ description:
     (C(Default) and C(Singleton) klusterlets) - the registration agent's Deployment
     C(open-cluster-management-agent/klusterlet-registration-agent) (C(klusterlet-agent)) and the certificate in Secret
     C(hub-kubeconfig-secret) there. A Push member (Karmada) has no agent.
+  - With O(members), it reads the agents of many members in one task, each with its own connection - the summary of
+    C(site.yml) reads every pull member of the run this way, with the fleet.
 author:
   - multicluster.fleet maintainers (@multicluster-fleet)
 options:
@@ -37,6 +39,59 @@ options:
     type: list
     elements: str
     default: []
+  members:
+    description:
+      - Members whose agents to read, each with the connection to its cluster - its name and the same options as
+        O(member) - for the clusters of the list (by O(name) and O(label_selectors)) they name; in parallel.
+      - A member whose agent cannot be read (it cannot be reached, say) has no RV(clusters[].agent), as a member not
+        named here; the task does not fail for it.
+      - Not with O(member) or O(wait).
+    type: list
+    elements: dict
+    version_added: 1.1.0
+    suboptions:
+      name:
+        description: The member cluster.
+        type: str
+        required: true
+      kubeconfig:
+        description: Path to a kubeconfig file, or the kubeconfig content as a dictionary.
+        type: raw
+      context:
+        description: The kubeconfig context to use.
+        type: str
+      host:
+        description: URL of the API server.
+        type: str
+      api_key:
+        description: Bearer token to authenticate with.
+        type: str
+      validate_certs:
+        description: Whether to verify the API server's TLS certificate.
+        type: bool
+        aliases: [verify_ssl]
+      ca_cert:
+        description: Path to a CA certificate bundle that verifies the API server.
+        type: path
+        aliases: [ssl_ca_cert]
+      client_cert:
+        description: Path to a client certificate.
+        type: path
+        aliases: [cert_file]
+      client_key:
+        description: Path to the private key of the client certificate.
+        type: path
+        aliases: [key_file]
+      proxy:
+        description: URL of an HTTP proxy.
+        type: str
+      impersonate_user:
+        description: User to impersonate.
+        type: str
+      impersonate_groups:
+        description: Groups to impersonate.
+        type: list
+        elements: str
   wait:
     description:
       - Wait until every cluster the module would list (by O(name) and O(label_selectors)) has the O(wait_condition),
@@ -86,6 +141,17 @@ EXAMPLES = r"""
     engine: ocm
     name: cluster1
   register: cluster1
+
+- name: List the Karmada members with the agents of two Pull members, each read with its own kubeconfig
+  multicluster.fleet.cluster_info:
+    engine: karmada
+    kubeconfig: /etc/fleet/karmada-apiserver.kubeconfig
+    members:
+      - name: member2
+        kubeconfig: /etc/fleet/member2.kubeconfig
+      - name: member4
+        kubeconfig: /etc/fleet/member4.kubeconfig
+  register: fleet
 
 - name: Wait until member1 and member2 are registered and ready, checking every 10 seconds for up to 10 minutes
   multicluster.fleet.cluster_info:
@@ -221,8 +287,8 @@ clusters:
       type: dict
     agent:
       description:
-        - With O(member), the member's agent as the member shows it; absent without O(member), null for a Karmada Push
-          member.
+        - With O(member), or O(members) naming the cluster, the member's agent as the member shows it; absent without,
+          or when O(members) could not read it; null for a Karmada Push member.
       type: dict
       contains:
         image:
@@ -252,7 +318,7 @@ from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hub_members
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
-    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, cluster_argument_spec)
+    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, auth_argument_spec, cluster_argument_spec)
 
 
 def run(module):
@@ -267,6 +333,10 @@ def run(module):
         clusters = hub_members.member_clusters(hub, params["engine"], params["name"], params["label_selectors"])
         if member is not None:
             hub_members.add_agents(clusters, params["engine"], member)
+        if params["members"]:
+            connections = dict((item["name"], item) for item in params["members"])
+            hub_members.add_agents_each(clusters, params["engine"], lambda name: module.cluster(connections[name], name),
+                                  list(connections))
     return dict(changed=False, clusters=clusters)
 
 
@@ -277,8 +347,9 @@ def module_spec():
         name=dict(type="str"),
         label_selectors=dict(type="list", elements="str", default=[]),
         member=cluster_argument_spec(),
+        members=dict(type="list", elements="dict", options=dict(name=dict(type="str", required=True), **auth_argument_spec())),
         **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC
-    ), required_by={"member": ("name",)})
+    ), required_by={"member": ("name",)}, mutually_exclusive=[("member", "members"), ("wait", "members")])
 
 
 def main():

@@ -40,10 +40,32 @@ author:
 options:
   clusters:
     description:
-      - The member clusters (Karmada Cluster or OCM ManagedCluster names).
+      - The member clusters (Karmada Cluster or OCM ManagedCluster names), each given O(labels) and O(annotations).
+      - One of O(clusters) and O(per_cluster) is required.
     type: list
     elements: str
-    required: true
+  per_cluster:
+    description:
+      - Member clusters that each get labels and annotations of their own, in one task - C(site.yml) gives every member
+        of the run its inventory's this way.
+      - Each cluster stands alone - its values are checked on their own, and a cluster whose values are refused, that is
+        not registered (with O(unregistered=fail)) or being deleted fails alone, named in RV(clusters_failed) with its
+        message in RV(cluster_errors), while the others are written.
+      - O(purge), O(owner) and O(unregistered) apply to each.
+    type: list
+    elements: dict
+    version_added: 1.1.0
+    suboptions:
+      name:
+        description: The member cluster.
+        type: str
+        required: true
+      labels:
+        description: Its labels, as O(labels).
+        type: dict
+      annotations:
+        description: Its annotations, as O(annotations).
+        type: dict
   labels:
     description:
       - Labels to set. A key is an optional DNS-1123 subdomain prefix and C(/), then a name of at most 63 letters,
@@ -143,6 +165,18 @@ EXAMPLES = r"""
     owner: gpu-inventory
     purge: true
 
+- name: Each cluster its own labels, in one task
+  multicluster.fleet.cluster_label:
+    engine: karmada
+    per_cluster:
+      - name: member1
+        labels: {region: eu, env: prod}
+      - name: member2
+        labels: {region: us, env: stage}
+        annotations: {fleet.example.com/owner: web-team}
+    owner: inventory
+    purge: true
+
 - name: Remove a label, whoever set it
   multicluster.fleet.cluster_label:
     engine: ocm
@@ -202,10 +236,16 @@ clusters:
       owners: {labels: {env: [cluster_label]}, annotations: {}}
       taken_over: []
 clusters_failed:
-  description: The clusters whose write failed (the others are in RV(clusters)).
+  description: The clusters that failed (the others are in RV(clusters)).
   returned: failure
   type: list
   elements: str
+cluster_errors:
+  description: Per cluster of RV(clusters_failed), why it failed, as a task for that cluster alone would say.
+  returned: failure
+  type: dict
+  version_added: 1.1.0
+  sample: {member2: "cluster 'hub' (https://10.0.0.5:6443): labelling failed on cluster 'member2': forbidden"}
 """
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines
@@ -217,21 +257,27 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import F
 def run(module):
     params = module.params
     wanted = dict((key, params[key]) for key in ("labels", "annotations", "purge", "owner"))
-    return cluster_label.apply(module.cluster(), params["engine"], params["clusters"], wanted, params["unregistered"],
-                               module.check_mode)
+    return cluster_label.apply(module.cluster(), params["engine"], params["clusters"] or params["per_cluster"], wanted,
+                               params["unregistered"], module.check_mode)
 
 
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(argument_spec=dict(
         engine=dict(type="str", required=True, choices=list(engines.NAMES)),
-        clusters=dict(type="list", elements="str", required=True),
+        clusters=dict(type="list", elements="str"),
+        per_cluster=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str", required=True),
+            labels=dict(type="dict"),
+            annotations=dict(type="dict"),
+        )),
         labels=dict(type="dict"),
         annotations=dict(type="dict"),
         purge=dict(type="bool", default=False),
         owner=dict(type="str", default=labels.DEFAULT_OWNER),
         unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
-    ))
+    ), required_one_of=[("clusters", "per_cluster")],
+        mutually_exclusive=[("clusters", "per_cluster"), ("labels", "per_cluster"), ("annotations", "per_cluster")])
 
 
 def main():

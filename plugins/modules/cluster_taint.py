@@ -34,10 +34,47 @@ author:
 options:
   clusters:
     description:
-      - The member clusters (Karmada Cluster or OCM ManagedCluster names).
+      - The member clusters (Karmada Cluster or OCM ManagedCluster names), each given O(taints).
+      - One of O(clusters) and O(per_cluster) is required.
     type: list
     elements: str
-    required: true
+  per_cluster:
+    description:
+      - Member clusters that each get taints of their own, in one task - C(site.yml) gives every member of the run its
+        inventory's this way. O(state), O(cordon), O(ocm) and O(unregistered) apply to each.
+      - Each cluster stands alone - its taints are checked on their own, and a cluster whose taints are refused, that is
+        not registered (with O(unregistered=fail)) or being deleted fails alone, named in RV(clusters_failed) with its
+        message in RV(cluster_errors), while the others are written.
+    type: list
+    elements: dict
+    version_added: 1.1.0
+    suboptions:
+      name:
+        description: The member cluster.
+        type: str
+        required: true
+      taints:
+        description: Its taints, as O(taints).
+        type: list
+        elements: dict
+        required: true
+        suboptions:
+          key:
+            description:
+              - Taint key, a qualified name such as V(dedicated) or V(example.com/maintenance) (an optional DNS subdomain
+                prefix and C(/), then at most 63 letters, digits, C(-), C(_) or C(.)).
+            type: str
+            required: true
+          value:
+            description:
+              - Taint value, a label value (at most 63 characters); ignored by O(state=absent).
+            type: str
+            default: ""
+          effect:
+            description:
+              - Karmada V(NoSchedule) or V(NoExecute); OCM V(NoSelect), V(PreferNoSelect) or V(NoSelectIfNew).
+              - Required with O(state=present). With O(state=absent), unset removes the key's taints of every effect.
+            type: str
   taints:
     description:
       - The taints to add or change (O(state=present)) or to remove (O(state=absent)).
@@ -159,6 +196,15 @@ EXAMPLES = r"""
         value: a100
         effect: NoSelect
 
+- name: Each member its own taints, in one task
+  multicluster.fleet.cluster_taint:
+    engine: karmada
+    per_cluster:
+      - name: member1
+        taints: [{key: dedicated, value: gpu, effect: NoSchedule}]
+      - name: member2
+        taints: [{key: example.com/maintenance, effect: NoExecute}]
+
 - name: Remove that taint, whatever its effect
   multicluster.fleet.cluster_taint:
     engine: ocm
@@ -204,6 +250,12 @@ clusters_failed:
   type: list
   elements: str
   sample: [member3]
+cluster_errors:
+  description: Per cluster of RV(clusters_failed), why it failed, as a task for that cluster alone would say.
+  returned: failure
+  type: dict
+  version_added: 1.1.0
+  sample: {member3: "writing the taints failed on cluster 'member3' is not registered on the hub (no Cluster named member3)"}
 diff:
   description: With C(--diff), the taints before and after of each changed cluster.
   returned: changed and diff mode
@@ -217,14 +269,21 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import hu
 from ansible_collections.multicluster.fleet.plugins.module_utils.engines import NAMES
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import FleetModule
 
+# The options of a taint, in taints and in per_cluster's taints.
+TAINT_OPTIONS = dict(
+    key=dict(type="str", required=True, no_log=False),
+    value=dict(type="str", default=""),
+    effect=dict(type="str"),
+)
+
 
 def run(module):
     params = module.params
     engines.check_scoped_options(params["engine"], params)
     wanted = dict(taints=params["taints"], state=params["state"], cordon=params["cordon"],
                   cordon_effect=(params["ocm"] or {}).get("cordon_effect"))
-    return taints.apply(module.cluster(), params["engine"], params["clusters"], wanted, params["unregistered"],
-                        module.check_mode)
+    return taints.apply(module.cluster(), params["engine"], params["clusters"] or params["per_cluster"], wanted,
+                        params["unregistered"], module.check_mode)
 
 
 def module_spec():
@@ -232,12 +291,12 @@ def module_spec():
     return dict(
         argument_spec=dict(
             engine=dict(type="str", required=True, choices=list(NAMES)),
-            clusters=dict(type="list", elements="str", required=True),
-            taints=dict(type="list", elements="dict", options=dict(
-                key=dict(type="str", required=True, no_log=False),
-                value=dict(type="str", default=""),
-                effect=dict(type="str"),
+            clusters=dict(type="list", elements="str"),
+            per_cluster=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                taints=dict(type="list", elements="dict", required=True, options=TAINT_OPTIONS),
             )),
+            taints=dict(type="list", elements="dict", options=TAINT_OPTIONS),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             cordon=dict(type="bool"),
             ocm=dict(type="dict", options=dict(
@@ -245,7 +304,8 @@ def module_spec():
             )),
             unregistered=dict(type="str", choices=list(hub_members.UNREGISTERED), default="fail"),
         ),
-        required_one_of=[("taints", "cordon")],
+        required_one_of=[("taints", "cordon", "per_cluster"), ("clusters", "per_cluster")],
+        mutually_exclusive=[("clusters", "per_cluster"), ("taints", "per_cluster")],
     )
 
 

@@ -46,7 +46,10 @@ def versions(hub):
 
 
 def label(hub, engine, check_mode=False, diff=False, **args):
+    """cluster_label on the engine's clusters, or on those ``clusters`` names (None: none, for per_cluster)."""
     args.setdefault("clusters", ENGINES[engine][1])
+    if args["clusters"] is None:
+        del args["clusters"]
     return run_module("cluster_label", dict(hub[0], engine=engine, **args), check_mode=check_mode, diff=diff)
 
 
@@ -110,6 +113,40 @@ def test_null_removes_a_label_whoever_set_it_and_unregistered_clusters_can_be_sk
     assert metadata(hub, "karmada", "lbk-1")["annotations"] == {MANAGED: "team=cluster_label"}  # set by the collection now
     ok(label(hub, "karmada", clusters=["lbk-1"], labels={}, purge=True))
     assert not metadata(hub, "karmada", "lbk-1").get("labels")
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_per_cluster_values_check_mode_idempotence_and_a_refused_cluster(hub, engine):
+    """per_cluster (what site.yml's hub step uses): each cluster its own labels in one task; check mode writes nothing, a
+    re-run changes nothing; a cluster whose value is refused, or that is not registered, fails alone."""
+    first, second = ENGINES[engine][1]
+    others = metadata(hub, engine, first).get("labels") or {}, metadata(hub, engine, second).get("labels") or {}
+    per_cluster = [{"name": first, "labels": {"region": "eu"}, "annotations": {"example.com/owner": "a"}},
+                   {"name": second, "labels": {"region": "us"}}]
+    wanted = dict(clusters=None, per_cluster=per_cluster, owner="inventory", purge=True)
+    before = versions(hub)
+    planned = ok(label(hub, engine, check_mode=True, **wanted))
+    assert planned["changed"] is True and planned["clusters"][second]["labels"] == dict(others[1], region="us")
+    assert versions(hub) == before
+    done = ok(label(hub, engine, **wanted))
+    assert done["changed"] is True
+    assert (metadata(hub, engine, first)["labels"], metadata(hub, engine, second)["labels"]) == (
+        dict(others[0], region="eu"), dict(others[1], region="us"))
+    assert metadata(hub, engine, first)["annotations"]["example.com/owner"] == "a"
+    before = versions(hub)
+    again = ok(label(hub, engine, **wanted))
+    assert again["changed"] is False and versions(hub) == before
+
+    refused = label(hub, engine, clusters=None, owner="inventory", purge=True, per_cluster=[
+        {"name": first, "labels": {"region": "eu west"}}, {"name": second, "labels": {}}, {"name": "lb-gone", "labels": {}}])
+    assert refused["rc"] != 0 and refused["clusters_failed"] == sorted([first, "lb-gone"]), refused
+    assert "invalid labels: labels['region'] = 'eu west'" in refused["cluster_errors"][first]
+    assert refused["cluster_errors"]["lb-gone"].endswith("cluster 'lb-gone' is not registered on the hub (no %s named lb-gone)"
+                                                         % ENGINES[engine][0].kind)
+    assert metadata(hub, engine, first)["labels"] == dict(others[0], region="eu")  # not written
+    assert (metadata(hub, engine, second).get("labels") or {}) == others[1]  # written: the inventory no longer lists region
+    ok(label(hub, engine, clusters=[first], owner="inventory", labels={}, annotations={}, purge=True))
+    assert (metadata(hub, engine, first).get("labels") or {}) == others[0]
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))

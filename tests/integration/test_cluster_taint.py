@@ -48,6 +48,8 @@ class Fleet:
     def run(self, check_mode=False, diff=False, **args):
         args = dict(self.auth, engine=self.engine.name, **args)
         args.setdefault("clusters", self.clusters)
+        if args["clusters"] is None:  # per_cluster instead
+            del args["clusters"]
         return run_module("cluster_taint", args, check_mode=check_mode, diff=diff)
 
     def taints(self, name=None):
@@ -114,6 +116,29 @@ def test_taints_added_changed_removed_others_kept(fleet):
     assert removed["changed"] is True
     assert fleet.taints(clusters[0]) == OTHERS[fleet.engine.name] and fleet.taints(clusters[1]) == []
     assert ok(fleet.run(clusters=clusters, taints=[{"key": "example.com/maintenance"}], state="absent"))["changed"] is False
+
+
+def test_per_cluster_taints_check_mode_idempotence_and_a_refused_cluster(fleet):
+    """per_cluster (what site.yml's hub step uses): each cluster its own taints in one task; check mode writes nothing, a
+    re-run changes nothing; a cluster whose taint is refused fails alone."""
+    effect = EFFECT[fleet.engine.name]
+    _first, second, third = fleet.clusters
+    per_cluster = [{"name": second, "taints": [{"key": "example.com/a", "value": "x", "effect": effect}]},
+                   {"name": third, "taints": [{"key": "example.com/b", "effect": effect}]}]
+    before = fleet.taints()
+    planned = fleet.run(check_mode=True, clusters=None, per_cluster=per_cluster)
+    assert planned["rc"] == 0 and planned["changed"] is True and fleet.taints() == before, planned
+    done = fleet.run(clusters=None, per_cluster=per_cluster)
+    assert done["rc"] == 0 and done["changed"] is True, done
+    assert [t["key"] for t in fleet.taints(second)] == ["example.com/a"] and [t["key"] for t in fleet.taints(third)] == ["example.com/b"]
+    again = fleet.run(clusters=None, per_cluster=per_cluster)
+    assert again["rc"] == 0 and again["changed"] is False, again
+    refused = fleet.run(clusters=None, state="absent", per_cluster=[
+        {"name": second, "taints": [{"key": "example.com/a"}]}, {"name": third, "taints": [{"key": "bad key"}]}])
+    assert refused["rc"] != 0 and refused["clusters_failed"] == [third], refused
+    assert "taint key 'bad key' is not a qualified name" in refused["cluster_errors"][third]
+    assert fleet.taints(second) == [] and [t["key"] for t in fleet.taints(third)] == ["example.com/b"]
+    assert fleet.run(clusters=[third], state="absent", taints=[{"key": "example.com/b"}])["rc"] == 0
 
 
 @pytest.mark.parametrize("args, message", [

@@ -22,7 +22,9 @@ import sim_klusterlet
 # The tasks that register a member and wait for the hub's report, retried while their waits time out.
 PUSH_JOIN = "Join the member in Push mode and wait until the hub reports it ready"
 OCM_JOIN = "Join the hub, be accepted there (agent_install_ocm_accept) and wait until ready, for %s"
-LABEL = "Label and annotate the member on the hub"
+LABEL = "Label and annotate the members on the hub"
+TAINT = "Taint the members as the inventory says"
+GROUP = "Put the members in their cluster sets"
 MANAGED_LABELS = "multicluster.fleet/managed-labels"
 
 
@@ -87,8 +89,9 @@ def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
     hub.patch(path % "member1", {"metadata": {"labels": {"team": "blue", "tier": "api"}}})
     done, recap = run({"member1": {"labels": {"env": "prod", "tier": "web"}, "annotations": {"example.com/owner": "platform"}},
                        "member2": {"labels": {"env": "prod"}}})
-    assert (recap["member1"]["changed"], recap["member2"]["changed"], recap["hub-cluster"]["changed"]) == (1, 1, 0), recap
-    assert task_result(done.stdout, LABEL, "member2") == "changed"
+    # one task labels every member, on the hub's host: its change is the hub's
+    assert (recap["member1"]["changed"], recap["member2"]["changed"], recap["hub-cluster"]["changed"]) == (0, 0, 1), recap
+    assert task_result(done.stdout, LABEL, "hub-cluster") == "changed"
     assert metadata("member1") == ({"team": "blue", "env": "prod", "tier": "web"}, {
         "example.com/owner": "platform", MANAGED_LABELS: "env=inventory,tier=inventory",
         "multicluster.fleet/managed-annotations": "example.com/owner=inventory"})
@@ -104,18 +107,20 @@ def labels_follow_the_inventory(lab, directory, engine, path, **extra_vars):
 
     changed = {"member1": {"labels": {"env": "stage"}}, "member2": {"labels": {"env": "prod"}}}
     done, recap = run(changed, check=True)
-    assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 0), recap
+    assert (recap["member1"]["changed"], recap["member2"]["changed"], recap["hub-cluster"]["changed"]) == (0, 0, 1), recap
+    assert re.findall(r'^\+\+\+ after: (\S+)$', done.stdout, re.MULTILINE) == [
+        {"karmada": "Cluster", "ocm": "ManagedCluster"}[engine] + "/member1"], done.stdout[-4000:]  # member2 unchanged
     assert re.search(r'^-\s+"tier": "web",?$', done.stdout, re.MULTILINE), done.stdout[-4000:]
     assert re.search(r'^\+\s+"env": "stage",?$', done.stdout, re.MULTILINE), done.stdout[-4000:]
     done, recap = run(changed)
-    assert recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
+    assert recap["hub-cluster"]["changed"] == 1, recap
     assert metadata("member1") == ({"team": "blue", "env": "stage", "rollout": "wave-1"},
                                    {MANAGED_LABELS: "env=inventory,rollout=cluster_label"})
     _done, recap = run(changed)
     assert all(r["changed"] == 0 for r in recap.values()), recap
 
     _done, recap = run({})
-    assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 1), recap
+    assert recap["hub-cluster"]["changed"] == 1, recap
     assert metadata("member1") == ({"team": "blue", "rollout": "wave-1"}, {MANAGED_LABELS: "rollout=cluster_label"})
     assert metadata("member2") == ({}, {})
     job = run_module("cluster_label", dict(hub_auth, engine=engine, clusters=["member1"], labels={}, purge=True))
@@ -151,11 +156,11 @@ def inventory_taints(lab, inventory, engine, effect, **extra_vars):
     other = {"key": "example.com/team", "value": "blue", "effect": effect, "timeAdded": "2026-11-22T03:25:40Z"}
     hub.patch(path, {"spec": {"taints": [other]}})
     done, recap = check_play(lab, "site.yml", inventory, diff=True, **extra_vars)
-    assert recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
-    assert "example.com/maintenance" in done.stdout[done.stdout.index("TASK [Taint the member as the inventory says]"):]
+    assert recap["hub-cluster"]["changed"] == 1 and recap["member1"]["changed"] == recap["member2"]["changed"] == 0, recap
+    assert "example.com/maintenance" in done.stdout[done.stdout.index("TASK [%s]" % TAINT):]
     done, recap = play("site.yml", inventory, **extra_vars)
-    assert done.returncode == 0 and recap["member1"]["changed"] == 1 and recap["member2"]["changed"] == 0, recap
-    assert task_result(done.stdout, "Taint the member as the inventory says", "member1") == "changed"
+    assert done.returncode == 0 and recap["hub-cluster"]["changed"] == 1 and recap["member1"]["changed"] == 0, recap
+    assert task_result(done.stdout, TAINT, "hub-cluster") == "changed"
     taints = hub.get(path)["spec"]["taints"]
     assert taints[0] == other and dict((k, taints[1][k]) for k in taint) == taint and len(taints) == 2
     again, recap = play("site.yml", inventory, **extra_vars)
@@ -224,7 +229,7 @@ class TestKarmada:
         done, recap = check_play(lab, "site.yml", inventory, hub_init_csr_auto_approval=False)
         # It would create the hub's namespace, RBAC and join token, join member1 and register member2 ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
-        assert ran("Taint the member as the inventory says", "member2", done.stdout), done.stdout[-4000:]
+        assert ran(TAINT, "hub-cluster", done.stdout), done.stdout[-4000:]
         # ... but cannot preview member2's registration before the hub has a join token, and says so (as a change).
         assert re.search(r"changed: \[member2\] => \{\s+\"msg\": \"check mode: [^\"]*no join token", done.stdout), done.stdout[-4000:]
         assert changes(starting_state, snapshot(lab)) == {}
@@ -273,6 +278,28 @@ class TestKarmada:
     def test_labels_and_annotations_follow_the_inventory(self, lab, simulations, tmp_path_factory):
         labels_follow_the_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada",
                                     "/apis/cluster.karmada.io/v1alpha1/clusters/%s", hub_init_csr_auto_approval=False)
+
+    def test_a_member_whose_labels_are_refused_fails_alone(self, lab, simulations, tmp_path_factory):
+        """The hub step labels every member in one task: member1's label value is refused, so member1 fails - named in
+        the summary with the step and why - and member2 is labelled; nothing is written to member1."""
+        path = "/apis/cluster.karmada.io/v1alpha1/clusters/%s"
+        hub = lab.api(lab.hub)
+        inventory = write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada", member_vars={
+            "member1": {"labels": {"env": "prod west"}}, "member2": {"labels": {"env": "prod"}}})
+        done, recap = play("site.yml", inventory, hub_init_csr_auto_approval=False)
+        assert done.returncode != 0 and recap["member1"]["failed"] == 1 and recap["member2"]["failed"] == 0, recap
+        assert task_result(done.stdout, LABEL, "hub-cluster") == "fatal", done.stdout[-4000:]
+        assert re.search(r"^\.\.\.ignoring$", done.stdout, re.MULTILINE), done.stdout[-4000:]
+        assert task_result(done.stdout, "Record why a member's step failed", "hub-cluster -> member1") == "ok"
+        assert row(done.stdout, "member1")["RESULT"].startswith("failed"), summary(done.stdout)
+        assert row(done.stdout, "member2")["RESULT"] == "registered"
+        assert failures(done.stdout)["member1"].startswith("member1: %s: cluster 'hub' (" % LABEL), done.stdout[-3000:]
+        assert "labelling failed on cluster 'member1': invalid labels: labels['env'] = 'prod west'" in failures(done.stdout)["member1"]
+        assert (hub.get(path % "member1")["metadata"].get("labels") or {}).get("env") is None
+        assert hub.get(path % "member2")["metadata"]["labels"]["env"] == "prod"
+        done, recap = play("site.yml", write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"),
+                           hub_init_csr_auto_approval=False)
+        assert done.returncode == 0 and "env" not in (hub.get(path % "member2")["metadata"].get("labels") or {}), recap
 
     def test_limit_covers_only_the_members_in_the_run(self, lab, simulations, tmp_path_factory):
         limited_run(write_inventory(lab, tmp_path_factory.mktemp("karmada"), "karmada"), hub_init_csr_auto_approval=False)
@@ -367,8 +394,8 @@ class TestOcm:
         done, recap = check_play(lab, "site.yml", inventory)
         # It would install the cluster manager and the klusterlets ...
         assert all(r["changed"] > 0 for r in recap.values()), recap
-        for task in ("Taint the member as the inventory says", "Put the member in its cluster set"):
-            assert ran(task, "member1", done.stdout), done.stdout[-4000:]
+        for task in (TAINT, GROUP):
+            assert ran(task, "hub-cluster", done.stdout), done.stdout[-4000:]
         # ... but cannot preview the joins before the hub has a join token, and says so ...
         for member in ("member1", "member2"):
             assert re.search(r"changed: \[%s\] => \{\s+\"msg\": \"check mode: [^\"]*no join token" % member, done.stdout), \
@@ -440,17 +467,18 @@ class TestOcm:
             done, recap = play("site.yml", write_inventory(lab, directory, "ocm", member_vars={
                 "member1": {"cluster_set": "site-a"}, "member2": {"cluster_set": "site-b"}}))
             assert done.returncode == 0, done.stdout[-4000:]
-            assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (1, 1), recap
+            assert recap["hub-cluster"]["changed"] == 1, recap
+            assert task_result(done.stdout, GROUP, "hub-cluster") == "changed"
             assert (set_of("member1"), set_of("member2")) == ("site-a", "site-b")
             moved = write_inventory(lab, directory, "ocm", member_vars={"member1": {"cluster_set": "site-a"},
                                                                         "member2": {"cluster_set": "site-a"}})
             done, recap = check_play(lab, "site.yml", moved, diff=True)
-            assert (recap["member1"]["changed"], recap["member2"]["changed"]) == (0, 1), recap
+            assert recap["hub-cluster"]["changed"] == 1, recap
             assert re.search(r'^\+\s+"cluster.open-cluster-management.io/clusterset": "site-a"', done.stdout, re.MULTILINE), \
                 done.stdout[-4000:]
             assert set_of("member2") == "site-b"
             done, recap = play("site.yml", moved)
-            assert done.returncode == 0 and recap["member2"]["changed"] == 1, done.stdout[-4000:]
+            assert done.returncode == 0 and recap["hub-cluster"]["changed"] == 1, done.stdout[-4000:]
             assert set_of("member2") == "site-a"
             again, recap = play("site.yml", moved)
             assert again.returncode == 0 and all(r["changed"] == 0 for r in recap.values()), recap

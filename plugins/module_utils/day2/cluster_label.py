@@ -67,24 +67,31 @@ def _diff(outcome):
 def apply(hub, engine, clusters, wanted, unregistered="fail", check_mode=False):
     """Label and annotate every cluster of ``clusters`` as ``wanted`` says; the module's result.
 
-    ``wanted``: ``labels`` / ``annotations``, ``{key: value}``, a None value removes the key whoever set it; None (not
-    given) leaves them as they are. ``purge`` also removes what ``owner`` (default :data:`labels.DEFAULT_OWNER`) set that
-    they no longer list (a key other owners share stays theirs). ``unregistered``: V(fail) fails the task before any
-    write when a cluster is not registered; V(skip) leaves it out (reported as such). Keys taken over from another
-    owner, or from outside this collection, are warnings.
+    ``clusters``: names, each given ``wanted``'s ``labels`` / ``annotations``; or, the module's ``per_cluster``, dicts of
+    ``name``, ``labels`` and ``annotations``, each cluster its own. ``labels`` / ``annotations``: ``{key: value}``, a
+    None value removes the key whoever set it; None (not given) leaves them as they are. ``purge`` also removes what
+    ``owner`` (default :data:`labels.DEFAULT_OWNER`) set that they no longer list (a key other owners share stays
+    theirs). ``unregistered``: V(fail) fails the task before any write when a cluster is not registered; V(skip) leaves
+    it out (reported as such). Keys taken over from another owner, or from outside this collection, are warnings.
+    Given per cluster, the values of each cluster are checked on their own, and a cluster whose values are refused, that
+    is not registered (with V(fail)) or being deleted fails alone: the others are written.
     """
-    labels, annotations = wanted.get("labels"), wanted.get("annotations")
     purge, owner = wanted.get("purge", False), wanted.get("owner", fleet_labels.DEFAULT_OWNER)
     engine = engines.get(engine)
     problem = fleet_labels.owner_problem(owner)
     if problem:
         raise FleetError("invalid %s" % problem)
-    changes = MemberChanges(hub, engine, clusters, check_mode)
-    labels, annotations = fleet_labels.validate(labels, annotations)
-    changes.read(unregistered, "label")
+    per_cluster = bool(clusters) and isinstance(clusters[0], dict)
+    if per_cluster:
+        changes, values = MemberChanges.per_cluster(
+            hub, engine, clusters, lambda item: fleet_labels.validate(item.get("labels"), item.get("annotations")), check_mode)
+    else:
+        changes = MemberChanges(hub, engine, clusters, check_mode)
+        values = dict.fromkeys(changes.clusters, fleet_labels.validate(wanted.get("labels"), wanted.get("annotations")))
+    changes.read(unregistered, "label", isolated=per_cluster)
 
-    def plan(_cluster, obj):
-        planned = fleet_labels.plan_changes(engine, obj, labels, annotations, purge, owner)
+    def plan(cluster, obj):
+        planned = fleet_labels.plan_changes(engine, obj, values[cluster][0], values[cluster][1], purge, owner)
         return {"metadata": planned["patch"]} if planned["patch"] else None, planned
     changes.write(plan)
     warnings = [note for c, planned in changes.info.items() for note in _notes(c, owner, planned, check_mode)]

@@ -8,12 +8,15 @@ needs (None or empty: nothing to change), or ``(patch, info)`` when it has more 
 takes over, its warnings). :class:`MemberChanges` does the rest:
 
 - :meth:`MemberChanges.read` reads every member object first, in parallel (:func:`hub_members.read_members`: an unregistered
-  cluster fails the task before any write, or is skipped; one being deleted fails it);
+  cluster fails the task before any write, or is skipped; one being deleted fails it). A task whose clusters each get
+  values of their own (the modules' ``per_cluster``) reads them ``isolated``: such a cluster fails alone, and so does
+  one whose values the module refused (:meth:`MemberChanges.reject`);
 - :meth:`MemberChanges.write` plans and writes each cluster in parallel (:func:`parallel.fan_out`), one merge patch guarded
   by the ``resourceVersion`` it was planned from; on a conflict the object is read again and planned again. In check
   mode the hub's dry run answers. A cluster whose write fails does not stop the others;
 - :meth:`MemberChanges.result` assembles the module's result - ``changed``, ``clusters`` (one summary per cluster),
-  ``diff`` - or raises one FleetError naming every cluster that failed, with ``clusters_failed``.
+  ``diff`` - or raises one FleetError naming every cluster that failed, with ``clusters_failed`` and ``cluster_errors``
+  (the message of each).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,7 +34,7 @@ class MemberChanges:
     """The changes one task makes to the member objects of ``clusters`` (names, checked and without repeats on creation).
 
     After :meth:`write`: ``outcomes`` ``{cluster: resources.Outcome}`` (updated or unchanged), ``info`` ``{cluster: what
-    the last plan said beside its patch}``, ``errors`` ``{cluster: message}`` of the clusters whose write failed; after
+    the last plan said beside its patch}``, ``errors`` ``{cluster: message}`` of the clusters that failed; after
     :meth:`read`, ``skipped``: the clusters left out as not registered. Each in the order of ``clusters``.
     """
 
@@ -46,22 +49,47 @@ class MemberChanges:
         self.info = {}
         self.errors = {}
 
-    def read(self, unregistered="fail", purpose="write to"):
+    @classmethod
+    def per_cluster(cls, hub, engine, items, check, check_mode=False):
+        """``(changes, values)`` of a module's ``per_cluster`` ``items`` (dicts with the cluster's ``name``, each named
+        once): ``values`` ``{cluster: check(item)}``; a cluster whose ``check`` raises a FleetError is rejected alone."""
+        names = [item["name"] for item in items]
+        twice = sorted(set(name for name in names if names.count(name) > 1))
+        if twice:
+            raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
+        changes, values = cls(hub, engine, names, check_mode), {}
+        for item in items:
+            try:
+                values[item["name"]] = check(item)
+            except FleetError as exc:
+                changes.reject(item["name"], exc.msg)
+        return changes, values
+
+    def reject(self, cluster, message):
+        """Fail ``cluster`` alone, before it is read (its values are wrong): it is neither read nor written."""
+        self.errors[cluster] = message
+
+    def read(self, unregistered="fail", purpose="write to", isolated=False):
         """Read every member object before anything is written (:func:`hub_members.read_members`, whose message says
-        ``cannot <purpose> every cluster``); with ``unregistered`` V(skip) the missing clusters go to ``skipped``."""
-        self.members = hub_members.read_members(self.hub, self.engine, self.clusters, unregistered, purpose)
-        self.skipped = [c for c in self.clusters if c not in self.members]
+        ``cannot <purpose> every cluster``); with ``unregistered`` V(skip) the missing clusters go to ``skipped``. With
+        ``isolated``, a cluster that cannot be read (not registered, with V(fail); being deleted) fails alone, in
+        ``errors``, instead of the task."""
+        wanted = [c for c in self.clusters if c not in self.errors]
+        if isolated:
+            self.members, problems = hub_members.read_each(self.hub, self.engine, wanted, unregistered)
+            self.errors.update(problems)
+        else:
+            self.members = hub_members.read_members(self.hub, self.engine, wanted, unregistered, purpose)
+        self.skipped = [c for c in wanted if c not in self.members and c not in self.errors]
 
     def write(self, plan, writing="it was being updated"):
         """Plan and write every cluster read, in parallel; ``writing`` completes the message of a cluster that keeps
         changing (``<Kind/name> kept changing while <writing>``)."""
         targets = [c for c in self.clusters if c in self.members]
         done, errors = parallel.fan_out(lambda cluster: self._write(cluster, plan, writing), targets)
-        for cluster in targets:
-            if cluster in done:
-                self.outcomes[cluster], self.info[cluster] = done[cluster]
-            else:
-                self.errors[cluster] = errors[cluster]
+        self.errors.update(errors)
+        for cluster in done:
+            self.outcomes[cluster], self.info[cluster] = done[cluster]
 
     def _write(self, cluster, plan, writing):
         """``(resources.Outcome, info)`` of one cluster: its patch written, planned again on what is there after a
@@ -94,14 +122,17 @@ class MemberChanges:
         return [self.outcomes[c] for c in self.clusters if c in self.outcomes and self.outcomes[c].changed]
 
     def raise_failures(self, failed, **details):
-        """Raise one FleetError when a write failed: ``<failed> on N of M clusters: cluster 'a': why; ...``, with
-        ``changed`` (what was written, never in check mode), ``clusters_failed`` and ``details``."""
+        """Raise one FleetError when a cluster failed: ``<failed> on N of M clusters: cluster 'a': why; ...``, with
+        ``changed`` (what was written, never in check mode), ``clusters_failed``, ``cluster_errors`` (``{cluster:
+        <failed> on cluster 'a': why}``, what a task for that cluster alone would say) and ``details``."""
         if not self.errors:
             return
+        failures = [hub_members.cluster_problem(*item) for item in sorted(self.errors.items())]
         raise FleetError("%s on %d of %d clusters: %s" % (
-            failed, len(self.errors), len(self.errors) + len(self.outcomes),
-            "; ".join("cluster '%s': %s" % item for item in sorted(self.errors.items()))),
-            changed=self.changed and not self.check_mode, clusters_failed=sorted(self.errors), **details)
+            failed, len(self.errors), len(self.errors) + len(self.outcomes), "; ".join(failures)),
+            changed=self.changed and not self.check_mode, clusters_failed=sorted(self.errors),
+            cluster_errors=dict((c, "%s on %s" % (failed, text)) for c, text in zip(sorted(self.errors), failures)),
+            **details)
 
     def result(self, summarize, diff, failed, **details):
         """The module's result: ``changed``; ``clusters``, ``{cluster: summarize(outcome, info)}`` of every cluster

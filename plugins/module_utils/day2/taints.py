@@ -156,14 +156,25 @@ def _diff(outcome):
 def apply(hub, engine, clusters, wanted, unregistered="fail", check_mode=False):
     """The module: check the input - ``wanted``, the arguments of :func:`plan` (``taints``, ``state``, ``cordon``,
     ``cordon_effect``) - read every cluster, then write the taints that change (:class:`member_changes.MemberChanges`).
-    ``unregistered`` V(skip) leaves out the clusters the hub does not have, reported with action V(unregistered)."""
+    ``clusters``: names, each given ``wanted``'s taints; or, the module's ``per_cluster``, dicts of ``name`` and
+    ``taints``, each cluster its own (``wanted``'s state and cordon apply to each). Given per cluster, the taints of each
+    cluster are checked on their own, and a cluster whose taints are refused, that is not registered (with
+    ``unregistered`` V(fail)) or being deleted fails alone: the others are written. ``unregistered`` V(skip) leaves out
+    the clusters the hub does not have, reported with action V(unregistered)."""
     engine = engines.get(engine)
-    add, remove = plan(engine, **wanted)
-    changes = MemberChanges(hub, engine, clusters, check_mode)
-    changes.read(unregistered, "taint")
+    per_cluster = bool(clusters) and isinstance(clusters[0], dict)
+    if per_cluster:
+        changes, planned = MemberChanges.per_cluster(
+            hub, engine, clusters, lambda item: plan(engine, **dict(wanted, taints=item.get("taints"))), check_mode)
+    else:
+        task_plan = plan(engine, **wanted)
+        changes = MemberChanges(hub, engine, clusters, check_mode)
+        planned = dict.fromkeys(changes.clusters, task_plan)
+    changes.read(unregistered, "taint", isolated=per_cluster)
 
-    def new_taints(_cluster, obj):
-        wanted = reconcile(_taints_of(obj), add, remove, _now())
-        return {"spec": {"taints": wanted or None}} if wanted != _taints_of(obj) else None
+    def new_taints(cluster, obj):
+        add, remove = planned[cluster]
+        taints = reconcile(_taints_of(obj), add, remove, _now())
+        return {"spec": {"taints": taints or None}} if taints != _taints_of(obj) else None
     changes.write(new_taints, "its taints were being written")
     return changes.result(lambda outcome, _info: summarize(engine, outcome), _diff, "writing the taints failed")

@@ -18,28 +18,43 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.errors import F
 UNREGISTERED = ("fail", "skip")
 
 
-def read_members(hub, engine, clusters, unregistered="fail", purpose="write to"):
-    """The hub objects of ``clusters`` (names from :func:`cluster_names.cluster_names`), read in parallel before a task writes them.
-
-    ``{cluster: object}`` of the clusters the hub has. One FleetError (``changed`` false, naming every cluster
-    concerned) when a read fails, a cluster is being deleted, or, with ``unregistered`` V(fail), a cluster is not
-    registered; with V(skip) the task goes on without the missing ones (a check-mode run that only plans their
-    registration).
-    """
+def read_each(hub, engine, clusters, unregistered="fail"):
+    """The hub objects of ``clusters`` (names from :func:`cluster_names.cluster_names`), read in parallel before a task
+    writes them: ``({cluster: object}, {cluster: problem})``. The objects are those of the clusters the hub has; the
+    problems those of a cluster whose read failed, that is being deleted or, with ``unregistered`` V(fail), that is not
+    registered."""
     engine = engines.get(engine)
     kind = engine.member_kind
     found, errors = parallel.fan_out(lambda c: resources.get(hub, kind, c), clusters)
     missing = [c for c in clusters if c not in errors and found.get(c) is None]
     deleting = [c for c in clusters if (found.get(c) or {}).get("metadata", {}).get("deletionTimestamp")]
-    problems = dict((c, "cluster '%s': %s" % (c, errors[c])) for c in errors)
-    problems.update((c, "cluster '%s' is being deleted from the hub" % c) for c in deleting)
+    problems = dict(errors)
+    problems.update((c, "is being deleted from the hub") for c in deleting)
     if unregistered == "fail":
-        problems.update((c, "cluster '%s' is not registered on the hub (no %s named %s)" % (c, kind.kind, c)) for c in missing)
+        problems.update((c, "is not registered on the hub (no %s named %s)" % (kind.kind, c)) for c in missing)
+    return dict((c, obj) for c, obj in found.items() if obj is not None and c not in problems), problems
+
+
+def read_members(hub, engine, clusters, unregistered="fail", purpose="write to"):
+    """The hub objects of ``clusters`` (names from :func:`cluster_names.cluster_names`), read in parallel before a task
+    writes them.
+
+    ``{cluster: object}`` of the clusters the hub has. One FleetError (``changed`` false, naming every cluster
+    concerned) when a read fails, a cluster is being deleted, or, with ``unregistered`` V(fail), a cluster is not
+    registered (:func:`read_each`); with V(skip) the task goes on without the missing ones (a check-mode run that only
+    plans their registration).
+    """
+    found, problems = read_each(hub, engine, clusters, unregistered)
     if problems:
         raise FleetError("%s: cannot %s every cluster, nothing was written: %s"
-                         % (hub.label, purpose, "; ".join(problems[c] for c in clusters if c in problems)),
+                         % (hub.label, purpose, "; ".join(cluster_problem(c, problems[c]) for c in clusters if c in problems)),
                          changed=False, clusters_failed=sorted(problems))
-    return dict((c, obj) for c, obj in found.items() if obj is not None)
+    return found
+
+
+def cluster_problem(cluster, problem):
+    """``cluster 'name': <problem>``, or ``cluster 'name' <problem>`` for a problem that starts with a verb (is ...)."""
+    return "cluster '%s'%s %s" % (cluster, "" if problem.startswith("is ") else ":", problem)
 
 
 def member_kind(engine):
@@ -76,6 +91,21 @@ def add_agents(clusters, engine, member):
     engine = engines.get(engine)
     for cluster in clusters:
         cluster["agent"] = None if engine.is_push(cluster["object"]) else engine.read_agent(member)
+    return clusters
+
+
+def add_agents_each(clusters, engine, connect, names):
+    """Add to each of ``clusters`` (summaries) that ``names`` names its ``agent``, as :func:`add_agents` does, read in
+    parallel with the connection ``connect(name)`` returns. A member whose agent cannot be read (a FleetError) gets no
+    ``agent``: a summary still lists it, as one whose agent was not asked for."""
+    engine = engines.get(engine)
+    chosen = dict((c["name"], c) for c in clusters if c["name"] in names)
+
+    def read(name):
+        return None if engine.is_push(chosen[name]["object"]) else engine.read_agent(connect(name))
+    agents, _unread = parallel.fan_out(read, list(chosen))
+    for name, agent in agents.items():
+        chosen[name]["agent"] = agent
     return clusters
 
 

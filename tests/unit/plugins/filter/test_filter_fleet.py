@@ -46,8 +46,8 @@ class TestMemberProblem:
 
     def problem(self, **changes):
         args = dict(self.ok, **changes)
-        member = dict((key, args.pop(key)) for key in ("mode", "connection", "twins", "engine", "labels", "cluster_set")
-                      if key in args)
+        member = dict((key, args.pop(key)) for key in ("mode", "connection", "twins", "engine", "labels", "annotations",
+                                                       "taints", "cluster_set") if key in args)
         return fleet.fleet_member_problem(member=member, **args)
 
     def test_none(self):
@@ -69,6 +69,17 @@ class TestMemberProblem:
         assert self.problem(hub_host="", hub=None) == "no hub: the inventory has no hub host and no fleet_hub variable"
         assert self.problem(hub={"fleet_hub_started": {"failed": True}}) == (
             "the hub play failed on hub-cluster (see its error above), so there is no join token")
+
+    def test_inventory_values_the_hub_step_takes(self):
+        """site.yml gives every member's labels, annotations and taints to one task: a shape its options refuse would
+        fail them all, so it fails the member's check instead."""
+        assert self.problem(labels={"env": "prod"}, annotations={}, taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}]) == ""
+        assert self.problem(labels="env=prod") == "labels must be a dict of keys and values, not str"
+        assert self.problem(annotations=["a"]) == "annotations must be a dict of keys and values, not list"
+        assert self.problem(taints={"key": "k"}) == "taints must be a list of taints (key, value, effect), not dict"
+        assert self.problem(taints=[{"key": "k"}, "k=v"]) == "taints[1] must be a dict with a key (and value, effect), not 'k=v'"
+        assert self.problem(taints=[{"key": "k", "timeAdded": "x"}]) == "taints[0] has timeAdded; a taint has only key, value, effect"
+        assert self.problem(taints=[{"key": "k"}], action="detach") == "" and self.problem(labels="x", action="upgrade") == ""
 
     def test_the_first_problem_wins(self):
         everything = dict(connection={}, twins=["edge1"], hub_host="", hub=None)
@@ -363,6 +374,61 @@ def test_fleet_members_reads_the_agent_the_summary_read():
     hostvars = {"m1": {"fleet_agent": {"clusters": [{"name": "m1", "agent": {"version": "v1.3.1"}}]}}, "m2": {}}
     members = fleet.fleet_members(["m1", "m2"], hostvars)
     assert members[0]["agent"] == {"version": "v1.3.1"} and "agent" not in members[1]
+
+
+def test_report_takes_the_agents_read_with_the_clusters():
+    members = [{"host": "m1", "name": "m1", "ran": True, "failure": "", "failed_task": "", "agent": {"version": "v1.3.0"}}]
+    clusters = [{"name": "m1", "ready": True, "agent": {"version": "v1.3.1"}}, {"name": "m2", "ready": True, "agent": None}]
+    rows = fleet.fleet_report(members, clusters, "ocm", now=NOW)
+    assert [(r["name"], r["agent"]) for r in rows] == [("m1", "v1.3.1"), ("m2", "-")]
+
+
+class TestHubStep:
+    """The hub step of site.yml: every member's values for one task per step, and the members a step failed."""
+    hostvars = {
+        "m1": {"fleet_done": True, "labels": {"env": "prod"}, "taints": [{"key": "k", "effect": "NoSelect"}], "cluster_set": "a"},
+        "m2": {"fleet_done": True, "cluster_name": "edge2", "annotations": {"owner": "me"}, "cluster_set": "b"},
+        "m3": {"fleet_done": True, "cluster_set": "a"},
+        "m4": {"fleet_done": True, "fleet_failure": {"message": "no"}, "labels": {"env": "x"}},
+        "m5": {"fleet_started": True},
+    }
+
+    def test_the_values_of_the_members_that_registered(self):
+        day2 = fleet.fleet_day2(["m1", "m2", "m3", "m4", "m5"], self.hostvars)
+        assert day2 == {
+            "labels": [{"name": "m1", "labels": {"env": "prod"}, "annotations": {}},
+                       {"name": "edge2", "labels": {}, "annotations": {"owner": "me"}},
+                       {"name": "m3", "labels": {}, "annotations": {}}],
+            "taints": [{"name": "m1", "taints": [{"key": "k", "effect": "NoSelect"}]}],
+            "cluster_sets": [{"name": "a", "clusters": ["m1", "m3"]}, {"name": "b", "clusters": ["edge2"]}],
+            "hosts": {"m1": "m1", "edge2": "m2", "m3": "m3"}}
+        assert fleet.fleet_day2([], self.hostvars) == {"labels": [], "taints": [], "cluster_sets": [], "hosts": {}}
+
+    def test_the_members_a_step_failed_each_once_with_its_own_message(self):
+        day2 = fleet.fleet_day2(["m1", "m2", "m3"], self.hostvars)
+        labelled = {"failed": True, "msg": "labelling failed on 1 of 3 clusters", "clusters_failed": ["edge2"],
+                    "cluster_errors": {"edge2": "labelling failed on cluster 'edge2': forbidden"}}
+        tainted = {"failed": True, "msg": "the hub cannot be reached"}
+        grouped = {"results": [{"failed": True, "msg": "cluster set a: no", "item": {"name": "a", "clusters": ["m1", "m3"]}},
+                               {"failed": False, "item": {"name": "b", "clusters": ["edge2"]}}]}
+        steps = [["labels", "Label", labelled], ["taints", "Taint", tainted], ["cluster_sets", "Group", grouped]]
+        assert fleet.fleet_day2_failures(day2, steps) == [
+            {"host": "m2", "name": "edge2", "task": "Label", "message": "labelling failed on cluster 'edge2': forbidden"},
+            {"host": "m1", "name": "m1", "task": "Taint", "message": "the hub cannot be reached"},
+            {"host": "m3", "name": "m3", "task": "Group", "message": "cluster set a: no"}]
+        skipped = {"skipped": True, "changed": False}
+        assert fleet.fleet_day2_failures(day2, [["labels", "Label", {"changed": True}], ["taints", "Taint", skipped],
+                                                ["cluster_sets", "Group", dict(skipped, results=[])]]) == []
+
+    def test_the_connections_of_members_with_one_of_their_own(self):
+        hostvars = {"hub": {"fleet_member_name": "local-cluster", "kubeconfig": "/hub", "context": "hub"},
+                    "m1": {"kubeconfig": "/m1", "api_key": "t"}, "m2": {"cluster_name": "edge2"}, "m3": {}}
+        assert fleet.fleet_member_connections(["m1", "m2"], hostvars, "", ["hub"]) == [
+            {"name": "local-cluster", "kubeconfig": "/hub", "context": "hub"}, {"name": "m1", "kubeconfig": "/m1", "api_key": "t"}]
+        assert fleet.fleet_member_connections(["m2", "m3"], hostvars, "/fleet") == [
+            {"name": "edge2", "kubeconfig": "/fleet", "context": "edge2"}, {"name": "m3", "kubeconfig": "/fleet", "context": "m3"}]
+        hostvars["hub"].pop("fleet_member_name")  # a hub that did not register with itself in this run
+        assert fleet.fleet_member_connections(["m1"], hostvars, "", ["hub"]) == [{"name": "m1", "kubeconfig": "/m1", "api_key": "t"}]
 
 
 def test_unknown_engine():

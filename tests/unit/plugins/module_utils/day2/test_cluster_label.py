@@ -85,6 +85,25 @@ class TestApply:
         assert planned["clusters"]["m1"]["taken_over"] == [{"kind": "label", "key": "rollout", "from": ["batch"]},
                                                            {"kind": "label", "key": "team", "from": []}]
 
+    def test_per_cluster_each_its_own_values_and_a_bad_one_fails_alone(self, fake_cluster):
+        hub = fleet(fake_cluster, names=["m1", "m2", "m3"])
+        per_cluster = [{"name": "m1", "labels": {"env": "prod"}, "annotations": {"owner": "me"}},
+                       {"name": "m2", "labels": {"env": "a/b"}}, {"name": "m3", "labels": {"env": "stage"}}]
+        wanted = dict(purge=True, owner="inventory")
+        planned = cluster_label.apply(hub, "karmada", per_cluster[::2], wanted, check_mode=True)
+        assert planned["changed"] is True and [c[2] for c in hub.calls if c[0] == "PATCH"] == [{"dryRun": "All"}] * 2
+        assert hub.objects[CLUSTER.path(name="m1")]["metadata"]["labels"] == {"team": "a"}
+        with pytest.raises(FleetError) as info:
+            cluster_label.apply(hub, "karmada", per_cluster, wanted)
+        assert info.value.details["clusters_failed"] == ["m2"] and info.value.details["changed"] is True
+        assert info.value.details["cluster_errors"]["m2"].startswith(
+            "cluster 'hub' (https://fake): labelling failed on cluster 'm2': invalid labels: labels['env'] = 'a/b'")
+        stored = dict((name, hub.objects[CLUSTER.path(name=name)]["metadata"]) for name in ("m1", "m2", "m3"))
+        assert stored["m1"]["labels"] == {"team": "a", "env": "prod"} and stored["m1"]["annotations"]["owner"] == "me"
+        assert stored["m2"]["labels"] == {"team": "a"} and stored["m3"]["labels"] == {"team": "a", "env": "stage"}
+        again = cluster_label.apply(hub, "karmada", per_cluster[::2], wanted)
+        assert again["changed"] is False and {c["action"] for c in again["clusters"].values()} == {"unchanged"}
+
     def test_a_bad_owner_before_any_request(self, fake_cluster):
         with pytest.raises(FleetError, match="invalid owner 'a,b' must be at most 63"):
             cluster_label.apply(fake_cluster, "karmada", ["m1"], dict(labels={"env": "prod"}, owner="a,b"))

@@ -113,7 +113,8 @@ def test_a_failure_on_one_member_leaves_the_others_written(hub):
         changes.result(summary, diff, "labelling failed", warnings=["a note"])
     assert error.value.msg == "labelling failed on 1 of 3 clusters: cluster 'm2': forbidden: cannot patch clusters m2"
     assert error.value.details == {"changed": True, "clusters_failed": ["m2"], "warnings": ["a note"], "clusters": {
-        "m1": {"action": "updated", "info": None}, "m3": {"action": "updated", "info": None}}}
+        "m1": {"action": "updated", "info": None}, "m3": {"action": "updated", "info": None}},
+        "cluster_errors": {"m2": "labelling failed on cluster 'm2': forbidden: cannot patch clusters m2"}}
     assert labels_of(hub, "m1") == labels_of(hub, "m3") == {"team": "a", "env": "prod"}
     assert labels_of(hub, "m2") == {"team": "a"}
 
@@ -165,4 +166,34 @@ def test_names_are_checked_before_any_request(hub):
         MemberChanges(hub, "karmada", [])
     with pytest.raises(FleetError, match="invalid cluster name 'M1'"):
         MemberChanges(hub, "karmada", ["M1"])
+    assert hub.calls == []
+
+
+def test_per_cluster_a_rejected_or_unregistered_cluster_fails_alone(hub):
+    def check(item):
+        if item.get("bad"):
+            raise FleetError("invalid labels: %s" % item["bad"])
+        return item["name"]
+    changes, values = MemberChanges.per_cluster(hub, "karmada", [{"name": "m1"}, {"name": "m2", "bad": "env"},
+                                                                 {"name": "ghost"}], check)
+    assert values == {"m1": "m1", "ghost": "ghost"}
+    changes.read("fail", "label", isolated=True)
+    assert sorted(changes.members) == ["m1"] and changes.skipped == []
+    changes.write(env("prod"))
+    with pytest.raises(FleetError) as error:
+        changes.result(summary, diff, "labelling failed")
+    assert error.value.msg == ("labelling failed on 2 of 3 clusters: cluster 'ghost' is not registered on the hub (no "
+                               "Cluster named ghost); cluster 'm2': invalid labels: env")
+    assert error.value.details["clusters_failed"] == ["ghost", "m2"]
+    assert error.value.details["cluster_errors"] == {
+        "ghost": "labelling failed on cluster 'ghost' is not registered on the hub (no Cluster named ghost)",
+        "m2": "labelling failed on cluster 'm2': invalid labels: env"}
+    assert error.value.details["clusters"] == {"m1": {"action": "updated", "info": None}}
+    assert labels_of(hub, "m1") == {"team": "a", "env": "prod"} and labels_of(hub, "m2") == {"team": "a"}
+    assert [path for method, path, _query in hub.calls if method == "GET"] == [CLUSTER.path(name="m1"), CLUSTER.path(name="ghost")]
+
+
+def test_per_cluster_names_each_cluster_once(hub):
+    with pytest.raises(FleetError, match=r"per_cluster names cluster\(s\) m1 more than once"):
+        MemberChanges.per_cluster(hub, "karmada", [{"name": "m1"}, {"name": "m2"}, {"name": "m1"}], dict)
     assert hub.calls == []

@@ -174,6 +174,27 @@ def test_unregistered_cluster_skipped_when_asked(hub):
     assert [c[1] for c in hub.calls if c[0] == "PATCH"] == [CLUSTER.path(name="m1")]
 
 
+def test_per_cluster_each_its_own_taints_and_a_bad_one_fails_alone(hub):
+    per_cluster = [{"name": "m1", "taints": [taint("k", "a", "NoSchedule")]},
+                   {"name": "m2", "taints": [taint("k", "b", "NoSelect")]},
+                   {"name": "ghost", "taints": [taint("k", "c", "NoSchedule")]}]
+    with pytest.raises(FleetError) as error:
+        taints.apply(hub, "karmada", per_cluster, dict(state="present"))
+    assert error.value.details["clusters_failed"] == ["ghost", "m2"]
+    assert error.value.details["cluster_errors"] == {
+        "ghost": "writing the taints failed on cluster 'ghost' is not registered on the hub (no Cluster named ghost)",
+        "m2": "writing the taints failed on cluster 'm2': taints[0] (key k): effect 'NoSelect' is not a karmada taint "
+              "effect; the effects are NoSchedule, NoExecute"}
+    assert stored(hub, "m1")[2]["value"] == "a" and stored(hub, "m2") is None
+    again = taints.apply(hub, "karmada", per_cluster[:1], dict(state="present"))
+    assert again["changed"] is False and again["clusters"]["m1"]["action"] == "unchanged"
+    planned = taints.apply(hub, "karmada", [{"name": "m1", "taints": [taint("k", "z", "NoSchedule")]},
+                                            {"name": "m2", "taints": [taint("j", "", "NoExecute")]}],
+                           dict(state="present"), check_mode=True)
+    assert [c["added"] for c in planned["clusters"].values()] == [["k=z:NoSchedule"], ["j:NoExecute"]]
+    assert stored(hub, "m1")[2]["value"] == "a" and stored(hub, "m2") is None
+
+
 def test_ocm_taints_on_managed_clusters(fake_cluster):
     unreachable = {"key": "cluster.open-cluster-management.io/unreachable", "effect": "NoSelect", "timeAdded": STAMP}
     fake_cluster.add(MANAGED_CLUSTER, {"metadata": {"name": "c1"}, "spec": {"taints": [unreachable]}})

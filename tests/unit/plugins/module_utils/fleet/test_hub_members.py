@@ -171,3 +171,20 @@ class TestWaitForClusters:
 
     def test_no_cluster_listed_is_nothing_to_wait_for(self, fake_cluster):
         assert hub_members.wait_for_clusters(fake_cluster, "karmada", timeout=0) == []
+
+
+def test_agents_of_many_members_each_with_its_own_connection(monkeypatch):
+    """cluster_info's members: each named Pull member's agent read with its connection; a Push member runs none; one
+    that cannot be read, or is not named, has no agent."""
+    from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.engine import KarmadaEngine
+
+    monkeypatch.setattr(KarmadaEngine, "read_agent", lambda self, member: {"version": member})
+    clusters = [hub_members.summarize("karmada", {"metadata": {"name": name}, "spec": {"syncMode": mode}})
+                for name, mode in (("m1", "Pull"), ("m2", "Push"), ("m3", "Pull"), ("m4", "Pull"))]
+
+    def connect(name):
+        if name == "m3":
+            raise FleetError("cluster 'm3': connection refused")
+        return "conn-" + name
+    hub_members.add_agents_each(clusters, "karmada", connect, ["m1", "m2", "m3", "gone"])
+    assert [c.get("agent", "-") for c in clusters] == [{"version": "conn-m1"}, None, "-", "-"]
