@@ -336,7 +336,7 @@ def run(module):
         if params["members"]:
             connections = dict((item["name"], item) for item in params["members"])
             hub_members.add_agents_each(clusters, params["engine"], lambda name: module.cluster(connections[name], name),
-                                  list(connections))
+                                        list(connections))
     return dict(changed=False, clusters=clusters)
 
 
