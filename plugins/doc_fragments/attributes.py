@@ -27,6 +27,20 @@ attributes:
       - multicluster.fleet.fleet
 """
 
+    # Modules that write objects on the hub with its dry run in check mode, and wait for them outside it.
+    HUB_OBJECTS = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reports what would be created, updated or deleted, using the hub's dry run; writes nothing and does not wait.
+  diff_mode:
+    support: full
+  idempotent:
+    support: full
+"""
+
     # Modules that only read.
     INFO_MODULE = r"""
 options: {}

@@ -186,15 +186,7 @@ extends_documentation_fragment:
   - multicluster.fleet.auth
   - multicluster.fleet.wait
   - multicluster.fleet.attributes
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Reports what would be created, updated or deleted, using the hub's dry run; writes nothing and does not wait.
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
+  - multicluster.fleet.attributes.hub_objects
 notes:
   - The hub credentials need C(list) on C(managedclusteraddons) across namespaces, to report the add-on on every cluster.
   - The install strategy's placements must exist before the add-on refers to them (M(multicluster.fleet.placement)).

@@ -145,15 +145,7 @@ extends_documentation_fragment:
   - multicluster.fleet.auth
   - multicluster.fleet.wait
   - multicluster.fleet.attributes
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Reports what would be created, updated or deleted, using the hub's dry run; writes nothing and does not wait.
-  diff_mode:
-    support: full
-  idempotent:
-    support: full
+  - multicluster.fleet.attributes.hub_objects
 notes:
   - The placement controller records no generation, so right after an update O(wait) may return the decisions made for
     the previous spec while the controller has not yet processed the new one.
