@@ -62,9 +62,13 @@ class Collection:
 
     def run(self, put, stop, wait=None):
         """:meth:`step` until ``stop`` (a threading.Event) is set; ``wait(seconds)`` waits between failed attempts
-        (default: ``stop.wait``)."""
+        (default: ``stop.wait``).
+
+        A hub that answers 429 Too Many Requests is there, only not ready to serve the watch yet - an API server that has
+        just started answers so while its watch cache fills ("storage is (re)initializing"), after its lists already
+        work - or throttling: the watch is tried again after a wait, and the hub counts as neither away nor back."""
         wait = wait or stop.wait
-        failures = 0
+        failures = busy = 0
         while not stop.is_set():
             try:
                 if failures:  # answers again? (a watch resumed may bring no event for minutes)
@@ -72,10 +76,16 @@ class Collection:
                     put(("back", self.name, None))
                     failures = 0
                 self.step(put)
+                busy = 0
             except client.Gone:
                 self.resource_version = None
                 continue
             except FleetError as exc:
+                if getattr(exc, "status", 0) == 429 and not failures:
+                    busy += 1
+                    wait(backoff(busy))
+                    continue
+                busy = 0
                 failures += 1
                 if failures == 1:
                     put(("away", self.name, exc.msg))

@@ -83,6 +83,20 @@ def test_a_hub_away_is_said_once_and_tried_with_growing_waits():
     assert calls[6] == ("watch", "/apis/cluster.karmada.io/v1alpha1/clusters", "5")  # resumed from where it was
 
 
+def test_a_hub_not_ready_to_watch_is_neither_away_nor_back():
+    """An API server just started serves lists before its watch cache is filled, and answers watches meanwhile with 429;
+    the watch is tried again in a moment, without saying that the hub went away, nor came back."""
+    initializing = client.ClusterError("the hub (https://hub): GET /apis/cluster.karmada.io/v1alpha1/clusters failed: "
+                                       "429 storage is (re)initializing", 429)
+    away = client.ClusterError("the hub (https://hub) is unreachable: connection refused")
+    calls, messages, waits = run([("list", "5", []), away, ("list", "7", []), initializing, initializing,
+                                  ("watch", [("MODIFIED", obj("m1", "8"))])])
+    assert messages == [("listed", "members", []), ("away", "members", away.msg), ("back", "members", None),
+                        ("changed", "members", "MODIFIED", obj("m1", "8"))]
+    assert waits == [1, 1, 2]  # away: 1; then not ready: 1, 2
+    assert [c[0] for c in calls[2:6]] == ["list", "watch", "watch", "watch"]
+
+
 def test_backoff_is_bounded():
     assert [fleet_watch.backoff(n) for n in (1, 2, 3, 6, 7, 100)] == [1, 2, 4, 30, 30, 30]
 
