@@ -182,14 +182,22 @@ class Monitor:
             self.log("cannot read the hub record of member %s: %s" % (name, exc.msg))
             return False
 
-    def check(self, name):
-        """The periodic check's findings on member ``name`` (nothing without its connection)."""
+    def hub_release(self):
+        """The hub's engine release, read once per periodic check (None when it cannot be read: no member is checked)."""
+        try:
+            return self.engine.hub_release(self.hub)
+        except FleetError as exc:
+            self.log("cannot check the members: %s" % exc.msg)
+            return None
+
+    def check(self, name, hub_release):
+        """The periodic check's findings on member ``name`` against ``hub_release`` (nothing without its connection, or
+        without the hub's release)."""
         member = self.members.get(name)
-        if member is None:
+        if member is None or hub_release is None:
             return {}
         try:
             agent = self.engine.read_agent(member)
-            hub_release = self.engine.hub_release(self.hub)
         except FleetError as exc:
             self.log("cannot check member %s: %s" % (name, exc.msg))
             return {}
@@ -215,8 +223,10 @@ class Monitor:
         now = self.clock()
         if self.check_seconds and (self.last_check is None or (now - self.last_check).total_seconds() >= self.check_seconds):
             self.last_check = now
-            for name in self.tracker.names():
-                for transition, finding in self.tracker.check(name, self.check(name)):
+            names = self.tracker.names()
+            hub_release = self.hub_release() if any(name in self.members for name in names) else None
+            for name in names:
+                for transition, finding in self.tracker.check(name, self.check(name, hub_release)):
                     self.emit(health.event(self.engine, name, transition, self.diagnosis(name), finding=finding, now=now,
                                            registered=self.registered(name)))
 

@@ -3,10 +3,13 @@
 import datetime
 import threading
 
+import pytest
+
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import diagnose
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import fleet_watch
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 
 START = datetime.datetime(2026, 12, 7, 8, 0, 0, tzinfo=datetime.timezone.utc)
@@ -171,3 +174,25 @@ def test_the_periodic_check_emits_a_finding_once(monkeypatch):
     clock.now += datetime.timedelta(seconds=30)
     monitor.turn(0)
     assert len(emitted) == 2 and read == ["m1's connection"] * 2  # checked again after 60 s, nothing new
+
+
+def test_the_periodic_check_reads_the_hubs_release_once_for_all_members(monkeypatch):
+    engine = engines.get("karmada")
+    said = []
+    monitor = fleet_watch.Monitor(ScriptedHub([], threading.Event()), engine, lambda event: None, said.append,
+                                  {"members": {"m1": "c1", "m2": "c2", "m3": "c3"}, "check_seconds": 60}, clock=Clock())
+    releases = []
+    monkeypatch.setattr(engine, "hub_release", lambda hub: releases.append(hub) or "v1.18.2")
+    monkeypatch.setattr(engine, "read_agent", lambda member: {"certificate_expiration": None, "version": "v1.18.2"})
+    monitor.inbox.put(("listed", "members", [obj("m1", "1"), obj("m2", "1"), obj("m3", "1")]))
+    monitor.inbox.put(("listed", "leases", []))
+    monitor.turn(0)
+    assert len(releases) == 1
+
+    def unreadable(hub):
+        raise FleetError("the hub (https://hub) is unreachable")
+    monkeypatch.setattr(engine, "hub_release", unreadable)
+    monkeypatch.setattr(engine, "read_agent", lambda member: pytest.fail("a member checked without the hub's release"))
+    monitor.last_check = None
+    monitor.turn(0)
+    assert said[-1] == "cannot check the members: the hub (https://hub) is unreachable"
