@@ -59,8 +59,10 @@ class FakeCluster:
             if path.rsplit("/", 1)[-1] not in PLURALS:
                 raise NotFound("not found", 404)
             prefix = path + "/"
+            named = ((query or {}).get("fieldSelector") or "").partition("metadata.name=")[2]
             return {"items": [copy.deepcopy(o) for p, o in sorted(self.objects.items())
-                              if p.startswith(prefix) and "/" not in p[len(prefix):]]}
+                              if p.startswith(prefix) and "/" not in p[len(prefix):]
+                              and o["metadata"]["name"] == (named or o["metadata"]["name"])]}
         if method == "POST":
             target = path + "/" + quote(body["metadata"]["name"], safe="")
             if target in self.objects:
@@ -96,6 +98,11 @@ class FakeCluster:
             return {"kind": "Status", "status": "Success"}
         raise ClusterError("unsupported method %s" % method)
 
+    def watch(self, path, resource_version, query=None, timeout_seconds=None):
+        """A watch the server ends at once, with no event: the waiter lists again after its interval."""
+        self.calls.append(("WATCH", path, dict(query or {}, resourceVersion=resource_version)))
+        return iter(())
+
 
 def _merge(target, patch):
     """RFC 7386 JSON merge patch."""
@@ -122,3 +129,5 @@ def fast_waits(monkeypatch):
     def sleep(seconds):
         now[0] += max(seconds, 0.01)
     monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, clock=lambda: now[0], sleep=sleep))
+    monkeypatch.setattr(resources, "watch_until", functools.partial(resources.watch_until,
+                                                                   timer=resources.Timer(lambda: now[0], sleep)))

@@ -114,8 +114,9 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
     """Wait until every cluster :func:`member_clusters` lists has ``condition``; return their summaries.
 
     ``condition`` is a :func:`resources.wanted_condition` dict, by default the engine's readiness
-    (:attr:`engines.Engine.ready_condition`). With ``name`` the cluster must also exist; with selectors only, the
-    clusters that match are waited for (none: nothing to wait for). With ``member``, the connection to the named
+    (:attr:`engines.Engine.ready_condition`). With ``name`` the cluster must also exist, and is followed with a watch
+    (:func:`resources.watch_until`); with selectors only, the clusters that match are waited for (none: nothing to wait
+    for). With ``member``, the connection to the named
     cluster, its agent (:func:`add_agents`) must also have rolled out its image (after an upgrade: run the new
     version). The timeout message names the clusters not there yet and what was last seen of each.
     """
@@ -124,8 +125,8 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
     kind = engine.member_kind
     seen = {}
 
-    def check():
-        clusters = seen["clusters"] = member_clusters(hub, engine, name, label_selectors)
+    def check(clusters):
+        seen["clusters"] = clusters
         if name and not clusters:
             return False, "%s is not registered (no %s of that name)" % (name, kind.kind)
         pending = []
@@ -149,8 +150,13 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
         subject += " matching %s" % ", ".join(label_selectors)
     what = resources.describe_condition(wanted) + (" and its agent to run its image" if member is not None else "")
     try:
-        resources.wait_until(check, timeout, "%s to have %s" % (subject, what),
-                             interval=interval)
+        if name and member is None and not label_selectors:  # one object: followed with a watch
+            cluster_names.validate_cluster_name(engine, name)
+            resources.watch_until(hub, kind, name, lambda obj: check([summarize(engine, obj)] if obj else []),
+                                  resources.Wait(timeout=timeout, interval=interval), "%s to have %s" % (subject, what))
+        else:
+            resources.wait_until(lambda: check(member_clusters(hub, engine, name, label_selectors)), timeout,
+                                 "%s to have %s" % (subject, what), interval=interval)
     except WaitTimeout as exc:
         raise WaitTimeout(exc.msg, clusters=seen.get("clusters", []), **exc.details)
     return seen["clusters"]

@@ -217,10 +217,8 @@ def wait_ready(cluster, kind, manifest, timeout, conditions=(), interval=resourc
         what = "to have %s" % ", ".join(resources.describe_condition(c) for c in wanted)
     else:
         return None
-    seen = {}
 
-    def ready():
-        obj = seen["obj"] = resources.get(cluster, kind, name, namespace)
+    def ready(obj):
         if obj is None:
             return False, "the object does not exist"
         status = obj.get("status") or {}
@@ -237,9 +235,8 @@ def wait_ready(cluster, kind, manifest, timeout, conditions=(), interval=resourc
                                                                obj["spec"].get("replicas", 1), detail)
                 return False, detail
         return True, None
-    resources.wait_until(ready, timeout, "%s on %s %s" % (kind.ref(name, namespace), cluster.label, what),
-                         interval=interval)
-    return seen["obj"]
+    return resources.watch_until(cluster, kind, name, ready, resources.Wait(timeout=timeout, interval=interval),
+                                 "%s on %s %s" % (kind.ref(name, namespace), cluster.label, what), namespace=namespace)
 
 
 def remove(cluster, items, check_mode=False, keep_unlabeled=False, wait=False, timeout=120,

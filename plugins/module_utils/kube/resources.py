@@ -12,13 +12,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
 import copy
 import decimal
+import math
 import re
 import time
 from urllib.parse import quote
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import Conflict, NotFound
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, Gone, NotFound
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 
 # A DNS-1123 label: the names of namespaces, and of member clusters.
@@ -421,3 +423,52 @@ def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=t
             raise WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail),
                               last_seen=detail)
         sleep(min(interval, max(0.0, deadline - clock())))
+
+
+# How a wait reads the time and spends it (a test gives a fake one).
+Timer = collections.namedtuple("Timer", "clock sleep")
+REAL_TIME = Timer(time.monotonic, time.sleep)
+
+
+def watch_until(cluster, kind, name, check, wait, what, namespace=None, timer=REAL_TIME):
+    """Wait until ``check(obj)`` -> ``(done, detail)`` holds for the object ``name`` (``obj`` None while it does not
+    exist), for at most ``wait.timeout`` seconds (a :class:`Wait`); return the object as last seen.
+
+    Follows the object with a watch: it is listed once (by name), then each of its changes arrives as the API server
+    sends it, so a wait costs two requests however long it lasts, where :func:`wait_until` reads every
+    ``wait.interval`` seconds. A watch the server ends early, breaks off, refuses for now (429) or starts from a version
+    it no longer has is followed by another list after at most ``wait.interval`` seconds; credentials that may not
+    watch the kind make the wait read every ``wait.interval`` seconds. Raises :class:`WaitTimeout` as :func:`wait_until` does.
+    """
+    timeout, clock = wait.timeout, timer.clock
+    deadline = clock() + timeout
+    path, query = kind.path(namespace), {"fieldSelector": "metadata.name=%s" % name}
+    seen = {"obj": None}
+    watchable = True
+
+    def changed(obj):
+        seen["obj"] = obj
+        return check(obj)
+    while True:
+        listed = cluster.request("GET", path, query=query)
+        done, detail = changed(next(iter(listed.get("items") or []), None))
+        if done:
+            return seen["obj"]
+        remaining = deadline - clock()
+        if remaining <= 0:
+            raise WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail), last_seen=detail)
+        if watchable:
+            version = (listed.get("metadata") or {}).get("resourceVersion")
+            try:
+                for event, obj in cluster.watch(path, version, query, timeout_seconds=int(math.ceil(remaining))):
+                    if event in ("ADDED", "MODIFIED", "DELETED"):
+                        done, detail = changed(None if event == "DELETED" else obj)
+                        if done:
+                            return seen["obj"]
+            except Gone:
+                pass
+            except ClusterError as exc:  # 403: read every interval; a watch broken off or refused for now: list again
+                if exc.status not in (0, 403, 429):
+                    raise
+                watchable = exc.status != 403
+        timer.sleep(min(wait.interval, max(0.0, deadline - clock())))

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.karmada import CLUSTER
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.resources import SECRET, NAMESPACE
@@ -254,3 +254,83 @@ def test_shown_pending_names_the_first_ten_and_counts_the_rest():
     assert resources.shown_pending(["a", "b"]) == "a; b"
     many = ["c%02d" % n for n in range(13)]
     assert resources.shown_pending(many) == "; ".join(many[:10]) + "; and 3 more"
+
+
+class ScriptedWatchCluster:
+    """Answers the list of one named Cluster with ``listed`` (one per list, the last one again), and each watch with the
+    next of ``watches``: a list of events, or an exception the watch raises. Records every request."""
+
+    def __init__(self, listed, watches=()):
+        self.listed = list(listed)
+        self.watches = list(watches)
+        self.requests = []
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        self.requests.append(("list", path, query))
+        obj = self.listed.pop(0) if len(self.listed) > 1 else self.listed[0]
+        return {"metadata": {"resourceVersion": "7"}, "items": [obj] if obj else []}
+
+    def watch(self, path, resource_version, query=None, timeout_seconds=None):
+        self.requests.append(("watch", path, query, resource_version, timeout_seconds))
+        script = self.watches.pop(0) if self.watches else []
+        if isinstance(script, Exception):
+            raise script
+        return iter(script)
+
+
+def cluster_with(ready):
+    return {"metadata": {"name": "m1"}, "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def is_ready(obj):
+    if obj is None:
+        return False, "absent"
+    return resources.condition_is(obj, "Ready"), "Ready is not True"
+
+
+class TestWatchUntil:
+    """resources.watch_until: one list and one watch however long the wait, with the fallbacks it documents."""
+
+    def wait(self, cluster, timeout=30):
+        now = [0.0]
+
+        def sleep(seconds):
+            now[0] += max(seconds, 0.01)
+        return resources.watch_until(cluster, CLUSTER, "m1", is_ready, resources.Wait(timeout=timeout, interval=1),
+                                     "m1 to be ready", timer=resources.Timer(lambda: now[0], sleep))
+
+    def test_the_change_arrives_by_the_watch(self):
+        cluster = ScriptedWatchCluster([cluster_with(False)], [[("MODIFIED", cluster_with(False)),
+                                                                ("BOOKMARK", {"metadata": {"resourceVersion": "9"}}),
+                                                                ("MODIFIED", cluster_with(True))]])
+        assert resources.condition_is(self.wait(cluster), "Ready")
+        assert [r[0] for r in cluster.requests] == ["list", "watch"]
+        assert cluster.requests[0][2] == {"fieldSelector": "metadata.name=m1"}
+        assert cluster.requests[1][2:] == ({"fieldSelector": "metadata.name=m1"}, "7", 30)
+
+    def test_ready_at_the_list_needs_no_watch(self):
+        cluster = ScriptedWatchCluster([cluster_with(True)])
+        self.wait(cluster)
+        assert [r[0] for r in cluster.requests] == ["list"]
+
+    @pytest.mark.parametrize("ended", [[], client.Gone("gone", 410), client.ClusterError("broke off", 0),
+                                       client.ClusterError("storage is (re)initializing", 429)])
+    def test_a_watch_that_ends_without_the_change_lists_again(self, ended):
+        cluster = ScriptedWatchCluster([cluster_with(False), cluster_with(True)], [ended])
+        self.wait(cluster)
+        assert [r[0] for r in cluster.requests] == ["list", "watch", "list"]
+
+    def test_credentials_that_may_not_watch_read_every_interval(self):
+        cluster = ScriptedWatchCluster([cluster_with(False)] * 3 + [cluster_with(True)], [client.ClusterError("forbidden", 403)])
+        self.wait(cluster)
+        assert [r[0] for r in cluster.requests] == ["list", "watch", "list", "list", "list"]
+
+    def test_other_errors_of_the_watch_fail_the_wait(self):
+        cluster = ScriptedWatchCluster([cluster_with(False)], [client.ClusterError("internal error", 500)])
+        with pytest.raises(client.ClusterError, match="internal error"):
+            self.wait(cluster)
+
+    def test_a_deleted_object_is_seen_as_absent_and_the_timeout_says_so(self):
+        cluster = ScriptedWatchCluster([cluster_with(False), None], [[("DELETED", cluster_with(False))]])
+        with pytest.raises(WaitTimeout, match="timed out after 3s waiting for m1 to be ready; last seen: absent"):
+            self.wait(cluster, timeout=3)
