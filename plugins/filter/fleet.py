@@ -235,6 +235,15 @@ def fleet_member_connections(hosts, hostvars, kubeconfig=None, hubs=None):
     return found
 
 
+def fleet_cluster_hosts(hosts, hostvars):
+    """``{cluster name: [hosts]}``: the member ``hosts`` by the name each gives its cluster (``cluster_name``, else the
+    host's name), in inventory order; a name with more than one host is given twice."""
+    found = {}
+    for host in hosts or []:
+        found.setdefault(hostvars[host].get("cluster_name") or host, []).append(host)
+    return found
+
+
 def fleet_members(hosts, hostvars, hubs=None):
     """The members of the inventory and what this run did with each (facts the member plays set).
 
@@ -610,6 +619,7 @@ class FilterModule(object):
             "fleet_member_problem": fleet_member_problem,
             "fleet_failure_record": fleet_failure_record,
             "fleet_members": fleet_members,
+            "fleet_cluster_hosts": fleet_cluster_hosts,
             "fleet_member_connections": fleet_member_connections,
             "fleet_day2": fleet_day2,
             "fleet_day2_failures": fleet_day2_failures,

@@ -186,6 +186,13 @@ def test_fleet_members_says_who_ran_and_why_one_failed():
     ]
 
 
+def test_fleet_cluster_hosts_groups_the_members_by_the_name_they_give():
+    hostvars = dict(HOSTVARS, member5={"cluster_name": "member1"}, member6={"cluster_name": "edge4"})
+    assert fleet.fleet_cluster_hosts(["member1", "member2", "member4", "member5", "member6"], hostvars) == {
+        "member1": ["member1", "member5"], "member2": ["member2"], "edge4": ["member4", "member6"]}
+    assert fleet.fleet_cluster_hosts(None, hostvars) == {}
+
+
 def test_a_hub_registered_with_itself_is_a_member_under_its_own_name():
     hostvars = dict(HOSTVARS, **{
         "hub-cluster": {"cluster_name": "hub", "fleet_member_name": "local-cluster", "fleet_started": True,
