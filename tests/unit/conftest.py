@@ -129,5 +129,5 @@ def fast_waits(monkeypatch):
     def sleep(seconds):
         now[0] += max(seconds, 0.01)
     monkeypatch.setattr(resources, "wait_until", functools.partial(resources.wait_until, clock=lambda: now[0], sleep=sleep))
-    monkeypatch.setattr(resources, "watch_until", functools.partial(resources.watch_until,
-                                                                   timer=resources.Timer(lambda: now[0], sleep)))
+    watch_until = functools.partial(resources.watch_until, timer=resources.Timer(lambda: now[0], sleep))
+    monkeypatch.setattr(resources, "watch_until", watch_until)

@@ -258,7 +258,7 @@ def test_shown_pending_names_the_first_ten_and_counts_the_rest():
 
 class ScriptedWatchCluster:
     """Answers the list of one named Cluster with ``listed`` (one per list, the last one again), and each watch with the
-    next of ``watches``: a list of events, or an exception the watch raises. Records every request."""
+    next of ``watches``: a list of events, or :class:`Fails` with the exception the watch raises. Records every request."""
 
     def __init__(self, listed, watches=()):
         self.listed = list(listed)
@@ -273,9 +273,16 @@ class ScriptedWatchCluster:
     def watch(self, path, resource_version, query=None, timeout_seconds=None):
         self.requests.append(("watch", path, query, resource_version, timeout_seconds))
         script = self.watches.pop(0) if self.watches else []
-        if isinstance(script, Exception):
-            raise script
+        if isinstance(script, Fails):
+            raise script.error
         return iter(script)
+
+
+class Fails:
+    """A watch that fails with ``error``."""
+
+    def __init__(self, error):
+        self.error = error
 
 
 def cluster_with(ready):
@@ -313,20 +320,20 @@ class TestWatchUntil:
         self.wait(cluster)
         assert [r[0] for r in cluster.requests] == ["list"]
 
-    @pytest.mark.parametrize("ended", [[], client.Gone("gone", 410), client.ClusterError("broke off", 0),
-                                       client.ClusterError("storage is (re)initializing", 429)])
+    @pytest.mark.parametrize("ended", [[], Fails(client.Gone("gone", 410)), Fails(client.ClusterError("broke off", 0)),
+                                       Fails(client.ClusterError("storage is (re)initializing", 429))])
     def test_a_watch_that_ends_without_the_change_lists_again(self, ended):
         cluster = ScriptedWatchCluster([cluster_with(False), cluster_with(True)], [ended])
         self.wait(cluster)
         assert [r[0] for r in cluster.requests] == ["list", "watch", "list"]
 
     def test_credentials_that_may_not_watch_read_every_interval(self):
-        cluster = ScriptedWatchCluster([cluster_with(False)] * 3 + [cluster_with(True)], [client.ClusterError("forbidden", 403)])
+        cluster = ScriptedWatchCluster([cluster_with(False)] * 3 + [cluster_with(True)], [Fails(client.ClusterError("forbidden", 403))])
         self.wait(cluster)
         assert [r[0] for r in cluster.requests] == ["list", "watch", "list", "list", "list"]
 
     def test_other_errors_of_the_watch_fail_the_wait(self):
-        cluster = ScriptedWatchCluster([cluster_with(False)], [client.ClusterError("internal error", 500)])
+        cluster = ScriptedWatchCluster([cluster_with(False)], [Fails(client.ClusterError("internal error", 500))])
         with pytest.raises(client.ClusterError, match="internal error"):
             self.wait(cluster)
 
