@@ -116,9 +116,9 @@ def wait_for_clusters(hub, engine, name=None, label_selectors=None, condition=No
     ``condition`` is a :func:`resources.wanted_condition` dict, by default the engine's readiness
     (:attr:`engines.Engine.ready_condition`). With ``name`` the cluster must also exist, and is followed with a watch
     (:func:`resources.watch_until`); with selectors only, the clusters that match are waited for (none: nothing to wait
-    for). With ``member``, the connection to the named
-    cluster, its agent (:func:`add_agents`) must also have rolled out its image (after an upgrade: run the new
-    version). The timeout message names the clusters not there yet and what was last seen of each.
+    for). With ``member``, the connection to the named cluster, its agent (:func:`add_agents`) must also have rolled
+    out its image (after an upgrade: run the new version). The timeout message names the clusters not there yet and
+    what was last seen of each.
     """
     engine = engines.get(engine)
     wanted = condition or engine.ready_condition

@@ -420,8 +420,7 @@ def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=t
         if done:
             return
         if clock() >= deadline:
-            raise WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail),
-                              last_seen=detail)
+            raise _timed_out(timeout, what, detail)
         sleep(min(interval, max(0.0, deadline - clock())))
 
 
@@ -437,38 +436,51 @@ def watch_until(cluster, kind, name, check, wait, what, namespace=None, timer=RE
     Follows the object with a watch: it is listed once (by name), then each of its changes arrives as the API server
     sends it, so a wait costs two requests however long it lasts, where :func:`wait_until` reads every
     ``wait.interval`` seconds. A watch the server ends early, breaks off, refuses for now (429) or starts from a version
-    it no longer has is followed by another list after at most ``wait.interval`` seconds; credentials that may not
-    watch the kind make the wait read every ``wait.interval`` seconds. Raises :class:`WaitTimeout` as :func:`wait_until` does.
+    it no longer has is followed by another list after at most ``wait.interval`` seconds; credentials that may not list
+    or watch the kind make the wait read the object every ``wait.interval`` seconds. Raises :class:`WaitTimeout` as
+    :func:`wait_until` does.
     """
-    timeout, clock = wait.timeout, timer.clock
-    deadline = clock() + timeout
+    deadline = timer.clock() + wait.timeout
     path, query = kind.path(namespace), {"fieldSelector": "metadata.name=%s" % name}
-    seen = {"obj": None}
     watchable = True
-
-    def changed(obj):
-        seen["obj"] = obj
-        return check(obj)
     while True:
-        listed = cluster.request("GET", path, query=query)
-        done, detail = changed(next(iter(listed.get("items") or []), None))
+        obj, version = _read_named(cluster, kind, name, namespace, watchable)
+        watchable = version is not None
+        done, detail = check(obj)
         if done:
-            return seen["obj"]
-        remaining = deadline - clock()
+            return obj
+        remaining = deadline - timer.clock()
         if remaining <= 0:
-            raise WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail), last_seen=detail)
+            raise _timed_out(wait.timeout, what, detail)
         if watchable:
-            version = (listed.get("metadata") or {}).get("resourceVersion")
             try:
-                for event, obj in cluster.watch(path, version, query, timeout_seconds=int(math.ceil(remaining))):
+                for event, item in cluster.watch(path, version, query, timeout_seconds=int(math.ceil(remaining))):
                     if event in ("ADDED", "MODIFIED", "DELETED"):
-                        done, detail = changed(None if event == "DELETED" else obj)
+                        obj = None if event == "DELETED" else item
+                        done, detail = check(obj)
                         if done:
-                            return seen["obj"]
+                            return obj
             except Gone:
                 pass
             except ClusterError as exc:  # 403: read every interval; a watch broken off or refused for now: list again
                 if exc.status not in (0, 403, 429):
                     raise
                 watchable = exc.status != 403
-        timer.sleep(min(wait.interval, max(0.0, deadline - clock())))
+        timer.sleep(min(wait.interval, max(0.0, deadline - timer.clock())))
+
+
+def _read_named(cluster, kind, name, namespace, listing):
+    """The object ``name`` (None when it does not exist) and the resourceVersion to watch it from: listed by name when
+    ``listing``, else (or where the credentials may not list the kind) read, with no version (None)."""
+    if listing:
+        try:
+            listed = cluster.request("GET", kind.path(namespace), query={"fieldSelector": "metadata.name=%s" % name})
+            return next(iter(listed.get("items") or []), None), (listed.get("metadata") or {}).get("resourceVersion") or ""
+        except ClusterError as exc:
+            if exc.status != 403:
+                raise
+    return get(cluster, kind, name, namespace), None
+
+
+def _timed_out(timeout, what, detail):
+    return WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail), last_seen=detail)

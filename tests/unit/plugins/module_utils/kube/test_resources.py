@@ -257,8 +257,9 @@ def test_shown_pending_names_the_first_ten_and_counts_the_rest():
 
 
 class ScriptedWatchCluster:
-    """Answers the list of one named Cluster with ``listed`` (one per list, the last one again), and each watch with the
-    next of ``watches``: a list of events, or :class:`Fails` with the exception the watch raises. Records every request."""
+    """Answers the list (or read) of one named Cluster with ``listed`` (one per request, the last one again), and each
+    watch with the next of ``watches``: a list of events, or :class:`Fails` with the exception the watch raises.
+    Records every request."""
 
     def __init__(self, listed, watches=()):
         self.listed = list(listed)
@@ -266,8 +267,10 @@ class ScriptedWatchCluster:
         self.requests = []
 
     def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
-        self.requests.append(("list", path, query))
+        self.requests.append(("list" if query else "get", path, query))
         obj = self.listed.pop(0) if len(self.listed) > 1 else self.listed[0]
+        if not query:  # a read of the object by name
+            return obj
         return {"metadata": {"resourceVersion": "7"}, "items": [obj] if obj else []}
 
     def watch(self, path, resource_version, query=None, timeout_seconds=None):
@@ -330,7 +333,7 @@ class TestWatchUntil:
     def test_credentials_that_may_not_watch_read_every_interval(self):
         cluster = ScriptedWatchCluster([cluster_with(False)] * 3 + [cluster_with(True)], [Fails(client.ClusterError("forbidden", 403))])
         self.wait(cluster)
-        assert [r[0] for r in cluster.requests] == ["list", "watch", "list", "list", "list"]
+        assert [r[0] for r in cluster.requests] == ["list", "watch", "get", "get", "get"]
 
     def test_other_errors_of_the_watch_fail_the_wait(self):
         cluster = ScriptedWatchCluster([cluster_with(False)], [Fails(client.ClusterError("internal error", 500))])
@@ -341,3 +344,15 @@ class TestWatchUntil:
         cluster = ScriptedWatchCluster([cluster_with(False), None], [[("DELETED", cluster_with(False))]])
         with pytest.raises(WaitTimeout, match="timed out after 3s waiting for m1 to be ready; last seen: absent"):
             self.wait(cluster, timeout=3)
+
+    def test_credentials_that_may_not_list_read_the_object_every_interval(self):
+        class GetOnly(ScriptedWatchCluster):
+            def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+                if query:
+                    self.requests.append(("list", path, query))
+                    raise client.ClusterError("forbidden", 403)
+                return super(GetOnly, self).request(method, path, body, query, content_type, timeout)
+        cluster = GetOnly([cluster_with(False), cluster_with(True)])
+        self.wait(cluster)
+        assert [r[0] for r in cluster.requests] == ["list", "get", "get"]
+        assert cluster.requests[1][1] == CLUSTER.path(name="m1")
