@@ -29,7 +29,8 @@ options:
       - Seconds between two checks while O(wait) waits (at least V(1)).
       - A wait for one object - a member's cluster object on the hub, a Deployment, a Klusterlet - follows it with a watch
         instead, and sees each change as the API server sends it. There O(wait_sleep) is the pause before the object is
-        read again after a watch that ended early, and the time between checks where the credentials may not watch it.
+        read again after a watch that ended early, and the time between checks where the credentials may not list or
+        watch it.
     type: int
     default: 5
 """
