@@ -76,19 +76,28 @@ class ApiProxy:
         try:
             upstream.request(method, path, body=body, headers=headers)
             response = upstream.getresponse()
-            data = response.read()
+            # An answer of unknown length (a watch) is passed on as it comes, one line (one event) at a time, as a proxy
+            # that streams does; the others whole.
+            streamed = response.getheader("Content-Length") is None
+            data = b"" if streamed else response.read()
+            handler.send_response(response.status, response.reason)
+            for key, value in response.getheaders():
+                if key.lower() not in SKIPPED_HEADERS:
+                    handler.send_header(key, value)
+            if not streamed:
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+                handler.wfile.write(data)
+                return
+            handler.send_header("Transfer-Encoding", "chunked")
+            handler.end_headers()
+            for line in iter(response.readline, b""):
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+            handler.wfile.write(b"0\r\n\r\n")
         except OSError:
-            handler.close_connection = True  # no answer: the client sees the connection drop
-            return
+            handler.close_connection = True  # no answer, or the answer broke off: the client sees the connection drop
         finally:
             upstream.close()
-        handler.send_response(response.status, response.reason)
-        for key, value in response.getheaders():
-            if key.lower() not in SKIPPED_HEADERS:
-                handler.send_header(key, value)
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
 
     def _handler(self):
         proxy = self
