@@ -444,7 +444,7 @@ def watch_until(cluster, kind, name, check, wait, what, namespace=None, timer=RE
     path, query = kind.path(namespace), {"fieldSelector": "metadata.name=%s" % name}
     watchable = True
     while True:
-        obj, version = _read_named(cluster, kind, name, namespace, watchable)
+        obj, version = _read_named(cluster, kind, name, namespace, query if watchable else None)
         watchable = version is not None
         done, detail = check(obj)
         if done:
@@ -469,12 +469,13 @@ def watch_until(cluster, kind, name, check, wait, what, namespace=None, timer=RE
         timer.sleep(min(wait.interval, max(0.0, deadline - timer.clock())))
 
 
-def _read_named(cluster, kind, name, namespace, listing):
-    """The object ``name`` (None when it does not exist) and the resourceVersion to watch it from: listed by name when
-    ``listing``, else (or where the credentials may not list the kind) read, with no version (None)."""
-    if listing:
+def _read_named(cluster, kind, name, namespace, query):
+    """The object ``name`` (None when it does not exist) and the resourceVersion to watch it from: listed with ``query``
+    (its name's field selector) when given, else (or where the credentials may not list the kind) read, with no version
+    (None)."""
+    if query:
         try:
-            listed = cluster.request("GET", kind.path(namespace), query={"fieldSelector": "metadata.name=%s" % name})
+            listed = cluster.request("GET", kind.path(namespace), query=query)
             return next(iter(listed.get("items") or []), None), (listed.get("metadata") or {}).get("resourceVersion") or ""
         except ClusterError as exc:
             if exc.status != 403:
