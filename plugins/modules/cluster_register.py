@@ -454,6 +454,18 @@ options:
             C(deployOption.mode), C(registrationConfiguration.registrationDriver)); they come from the other options.
           - When omitted, fields set by others are kept.
         type: dict
+      operator_bundle:
+        description:
+          - The klusterlet operator's objects (manifests, as M(multicluster.fleet.k8s_objects) takes them) - its
+            Klusterlet CustomResourceDefinition, namespace, RBAC and Deployment, what role multicluster.fleet.agent_install
+            passes. They are applied to the cluster the klusterlet runs on after the identity checks and before the
+            Klusterlet, each named in RV(changes); a CustomResourceDefinition that exists is kept as it is (it may be
+            newer, or another installation's, as with O(multicluster.fleet.k8s_objects#module:existing=keep_crds)).
+          - The operator then applies the Klusterlet; with O(wait), the wait for the Klusterlet covers the operator's
+            start.
+          - When omitted, the cluster must serve the Klusterlet API already (the operator installed before).
+        type: list
+        elements: dict
       managed_kubeconfig:
         description:
           - With O(ocm.klusterlet_mode=Hosted) or V(SingletonHosted). Path to the kubeconfig the hosted agents use to
@@ -704,7 +716,7 @@ reason:
     - Why the run requested a certificate (Karmada) or wrote the bootstrap kubeconfig (OCM); null when the stored
       credentials were kept.
     - OCM in check mode on a cluster that does not serve the Klusterlet API yet - that the join is not previewed (only
-      the identity checks ran).
+      the identity checks and the dry run of O(ocm.operator_bundle) ran); a warning says so too.
   returned: when O(state=present)
   type: str
   sample: the certificate expires at 2027-01-02T03:04:05Z, within the renewal window
@@ -872,6 +884,7 @@ OCM_OPTIONS = dict(
     accept=dict(type="bool", default=False),
     klusterlet_mode=dict(type="str", choices=list(ocm.KLUSTERLET_MODES)),
     klusterlet_spec=dict(type="dict"),
+    operator_bundle=dict(type="list", elements="dict"),
     managed_kubeconfig=dict(type="path"),
     registration_driver=dict(type="str", default="csr", choices=list(ocm.REGISTRATION_DRIVERS)),
     grpc_server=dict(type="str"),
@@ -882,9 +895,13 @@ OCM_OPTIONS = dict(
 DEPRECATED = dict(removed_in_version="3.0.0", removed_from_collection="multicluster.fleet")
 
 
+# The OCM options version 1 did not have, so no flat name.
+OCM_OPTIONS_SINCE_V2 = ("operator_bundle",)
+
+
 def flat_options(options):
     return dict((name, dict(dict((k, v) for k, v in spec.items() if k != "default"), **DEPRECATED))
-                for name, spec in options.items())
+                for name, spec in options.items() if name not in OCM_OPTIONS_SINCE_V2)
 
 
 def module_spec():

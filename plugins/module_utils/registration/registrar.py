@@ -32,7 +32,7 @@ import time
 from ansible_collections.multicluster.fleet.plugins.module_utils import engines, karmada, ocm
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity
-from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, kubeconfig, pki, resources
+from ansible_collections.multicluster.fleet.plugins.module_utils.kube import client, kubeconfig, objects, pki, resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import bootstrap
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError, WaitTimeout
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration.report import Report
@@ -72,6 +72,8 @@ class Registration:
         self.accept = bool(ocm_options["accept"])
         self.allow_mode_change = bool(karmada_options["allow_mode_change"])
         self.klusterlet_spec = ocm_options["klusterlet_spec"]
+        # the klusterlet operator's objects, checked before anything is written: [(Kind, manifest)]
+        self.operator_bundle = objects.prepare(ocm_options["operator_bundle"] or []) if state == "present" else []
         if self.klusterlet_spec is not None:
             ocm.validate_klusterlet_spec(self.klusterlet_spec)
         self.agent_image, self.agent_replicas = karmada_options["agent_image"], karmada_options["agent_replicas"]

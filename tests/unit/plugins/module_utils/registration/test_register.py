@@ -866,9 +866,8 @@ def test_the_same_cluster_under_its_own_name_registers(ca, pin, cluster_fakes):
 
 
 def test_ocm_check_mode_before_the_klusterlet_api_checks_the_identity_and_says_the_rest_waits(ca, pin):
-    """The check agent_install makes before it installs the operator: on a fresh member it passes, saying why nothing
-    more is previewed, and
-    a member whose Klusterlet registers another cluster is refused before the operator task would rewrite it."""
+    """Without ocm.operator_bundle, on a fresh member: the identity checks pass, and the run says why nothing more is
+    previewed; a member whose Klusterlet registers another cluster is refused."""
     class Fresh(FakeCluster):
         def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
             if path.startswith(ocm.KLUSTERLET.path()):
@@ -877,11 +876,82 @@ def test_ocm_check_mode_before_the_klusterlet_api_checks_the_identity_and_says_t
     fresh = Fresh("member")
     planned = OcmRegistration(fresh, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
     assert planned["changed"] is False and planned["cluster_id"] == "kube-system-of-member" and fresh.objects == {}
-    assert planned["warnings"] == [] and planned["reason"] == (
-        "not previewed: cluster 'member' (https://fake) does not serve the Klusterlet API yet (role "
-        "multicluster.fleet.agent_install installs it)")
+    reason = ("not previewed: cluster 'member' (https://fake) does not serve the Klusterlet API yet (role "
+              "multicluster.fleet.agent_install installs it)")
+    assert planned["reason"] == reason and planned["warnings"] == ["check mode: the join of member1 is " + reason]
     taken = FakeCluster("member")
     taken.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}, "spec": {"clusterName": "member9"}})
     with pytest.raises(FleetError, match="Klusterlet klusterlet on cluster 'member' \\(https://fake\\) registers cluster "
                                          "member9, not member1: refusing to join as another cluster"):
         OcmRegistration(taken, None, reg("ocm", ca_cert_hashes=[pin]), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
+
+
+# The klusterlet operator bundle as role agent_install passes it (ocm.operator_bundle): its CRD, then the operator.
+KLUSTERLET_CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                  "metadata": {"name": "klusterlets.operator.open-cluster-management.io"},
+                  "spec": {"group": "operator.open-cluster-management.io", "scope": "Cluster", "versions": ["v1"]}}
+OPERATOR_NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "open-cluster-management"}}
+OPERATOR = {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "klusterlet", "namespace": "open-cluster-management"}, "spec": {"replicas": 1}}
+CRD_PATH = resources.CRD.path(name=KLUSTERLET_CRD["metadata"]["name"])
+OPERATOR_PATH = resources.DEPLOYMENT.path("open-cluster-management", "klusterlet")
+
+
+class FreshCluster(FakeCluster):
+    """A cluster that serves the Klusterlet API once the Klusterlet CRD is stored, which then becomes Established (as on
+    a real API server)."""
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        if path.startswith(ocm.KLUSTERLET.path()) and CRD_PATH not in self.objects:
+            raise NotFound("the server could not find the requested resource", 404)
+        answer = super().request(method, path, body, query, content_type, timeout)
+        crd = self.objects.get(CRD_PATH)
+        if crd is not None and "status" not in crd:
+            crd["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+        return answer
+
+
+def bundle_reg(pin, **kwargs):
+    return reg("ocm", ca_cert_hashes=[pin], ocm={"operator_bundle": [KLUSTERLET_CRD, OPERATOR_NAMESPACE, OPERATOR]}, **kwargs)
+
+
+def test_ocm_join_installs_the_operator_bundle_after_the_identity_checks_and_before_the_klusterlet(ca, pin):
+    member = FreshCluster("member")
+    result = OcmRegistration(member, None, bundle_reg(pin), discover_hub=FakeDiscovery(ca)).present()
+    assert result["changes"][:4] == ["member CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: created",
+                                     "member Namespace/open-cluster-management: created",
+                                     "member Deployment/open-cluster-management/klusterlet: created",
+                                     "member Namespace/open-cluster-management: unchanged"]
+    assert result["changes"][-1] == "member Klusterlet/klusterlet: created" and result["changed"]
+    assert member.objects[OPERATOR_PATH]["spec"] == {"replicas": 1}
+    # Installed: the bundle is unchanged on the next run, and an existing CRD is kept as it is (it may be newer).
+    member.objects[CRD_PATH]["spec"]["versions"] = ["v1", "v2"]
+    again = OcmRegistration(member, None, bundle_reg(pin), discover_hub=FakeDiscovery(ca)).present()
+    assert again["changed"] is False and member.objects[CRD_PATH]["spec"]["versions"] == ["v1", "v2"]
+    assert "member Deployment/open-cluster-management/klusterlet: unchanged" in again["changes"]
+
+
+def test_ocm_join_refuses_another_clusters_name_before_it_installs_the_operator(ca, pin):
+    taken = FakeCluster("member")
+    taken.add(ocm.KLUSTERLET, {"metadata": {"name": "klusterlet"}, "spec": {"clusterName": "member9"}})
+    for check_mode in (True, False):
+        with pytest.raises(FleetError, match="registers cluster member9, not member1: refusing to join as another cluster"):
+            OcmRegistration(taken, None, bundle_reg(pin), check_mode=check_mode, discover_hub=FakeDiscovery(ca)).present()
+        assert OPERATOR_PATH not in taken.objects and CRD_PATH not in taken.objects
+
+
+def test_ocm_check_mode_previews_the_operator_bundle_and_says_the_join_is_not_previewed(ca, pin):
+    fresh = FreshCluster("member")
+    planned = OcmRegistration(fresh, None, bundle_reg(pin), check_mode=True, discover_hub=FakeDiscovery(ca)).present()
+    assert fresh.objects == {} and planned["changed"]
+    assert planned["changes"] == ["member CustomResourceDefinition/klusterlets.operator.open-cluster-management.io: created",
+                                  "member Namespace/open-cluster-management: created",
+                                  "member Deployment/open-cluster-management/klusterlet: created"]
+    reason = ("not previewed: cluster 'member' (https://fake) does not serve the Klusterlet API yet (a real run installs it "
+              "first, from ocm.operator_bundle)")
+    assert planned["reason"] == reason and planned["warnings"] == ["check mode: the join of member1 is " + reason]
+
+
+def test_ocm_operator_bundle_is_checked_before_anything_is_read(pin):
+    with pytest.raises(FleetError, match="object 2 [(]Deployment[)] has no metadata.name"):
+        reg("ocm", ca_cert_hashes=[pin], ocm={"operator_bundle": [KLUSTERLET_CRD, {"apiVersion": "apps/v1", "kind": "Deployment"}]})
