@@ -522,9 +522,7 @@ class KarmadaRegistration(Registrar):
                 fingerprint = (pki.fingerprint(pki.load_certificates(self.certificate_pem)[0]) if self.certificate_pem
                                else "a new certificate (check mode)")
                 manifests = karmada.agent_objects(reg, registered["api_endpoint"], fingerprint, self.hub_sha256)
-                for outcome in objects.apply(member, objects.prepare(manifests), self.check_mode, wait=waits,
-                                             timeout=reg.wait_timeout, interval=reg.wait_sleep):
-                    report.add(member, outcome)
+                self.apply(member, objects.prepare(manifests), wait=waits, timeout=reg.wait_timeout, interval=reg.wait_sleep)
             if waits and hub:
                 hub_members.wait_for_clusters(hub, reg.engine, reg.cluster_name, timeout=reg.wait_timeout, interval=reg.wait_sleep)
             if reg.wait and hub:  # the run that waits for the Cluster marks it (in check mode: would mark it)

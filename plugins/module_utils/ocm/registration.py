@@ -215,7 +215,10 @@ class OcmRegistration(Registrar):
                       joined=False, hub_server=None, ca_pins=[], hub_change=None, removed_from_hub=False,
                       klusterlet=placement.klusterlet,
                       agent_namespace=placement.agent_namespace)
-        self._install_operator()
+        # The klusterlet operator (ocm.operator_bundle), before the Klusterlet it runs: an existing CRD is kept (it may be
+        # newer, or another installation's). The Klusterlet's wait covers the operator's start.
+        if reg.operator_bundle:
+            self.apply(runtime, reg.operator_bundle, existing="keep_crds", timeout=reg.wait_timeout)
         if not _serves_klusterlets(runtime):
             if check_mode:  # checked what can be checked (the identity rule); the rest needs the operator's API
                 result["reason"] = ("not previewed: %s does not serve the Klusterlet API yet (%s)"
@@ -271,16 +274,6 @@ class OcmRegistration(Registrar):
         if warning:
             report.warnings.append(warning)
         return report.result(**result)
-
-    def _install_operator(self):
-        """The klusterlet operator's objects (``ocm.operator_bundle``) on the cluster the klusterlet runs on, after the
-        identity checks and before the Klusterlet, as role agent_install's bundle: a CustomResourceDefinition that exists
-        is kept as it is (it may be newer, or another installation's), the other objects are created or updated. The
-        operator then runs the Klusterlet that :meth:`present` writes next; its wait covers the operator's start."""
-        if self.reg.operator_bundle:
-            for outcome in objects.apply(self.runtime, self.reg.operator_bundle, self.check_mode, existing="keep_crds",
-                                         timeout=self.reg.wait_timeout):
-                self.report.add(self.runtime, outcome)
 
     def accept(self, registered):
         """After :meth:`present` (its result ``registered``): accept the cluster on ``hub`` as ``clusteradm accept`` does.

@@ -435,6 +435,12 @@ class Registrar:
     def ensure(self, cluster, kind, desired):
         return self.report.add(cluster, resources.ensure(cluster, kind, desired, self.check_mode))
 
+    def apply(self, cluster, items, **options):
+        """:func:`objects.apply` of ``items`` (as :func:`objects.prepare` gives them) with ``options``, each outcome
+        recorded in this step's report."""
+        for outcome in objects.apply(cluster, items, self.check_mode, **options):
+            self.report.add(cluster, outcome)
+
     def delete(self, cluster, kind, name, namespace=None, wait=False):
         """Delete, recorded before the wait (``wait_timeout``) until it is gone: a wait that times out still reports the
         deletion."""
