@@ -88,6 +88,7 @@ def apply(cluster, items, check_mode=False, existing="update", wait=False, timeo
 
     Every object is first sent as a server-side dry run (:func:`validate`), so that an object the API
     server refuses stops the run before anything is written; in check mode that dry run is the run.
+    An object the dry run found unchanged (just read) is not read again.
     ``existing="keep"`` creates missing objects and leaves existing ones as they are (the way Helm
     treats the CRDs of a chart); ``existing="keep_crds"`` does so for CRDs only and updates the others.
     A CRD that was created or changed is waited for until it is Established before the next object,
@@ -102,8 +103,8 @@ def apply(cluster, items, check_mode=False, existing="update", wait=False, timeo
         return planned
     outcomes = []
     try:
-        for kind, manifest in items:
-            outcome = _ensure(cluster, kind, manifest, existing)
+        for (kind, manifest), plan in zip(items, planned):
+            outcome = plan if plan.action == "unchanged" else _ensure(cluster, kind, manifest, existing)
             outcomes.append(outcome)
             if kind is resources.CRD and outcome.changed:
                 established = resources.Wait(timeout=timeout, condition=resources.wanted_condition("Established"))

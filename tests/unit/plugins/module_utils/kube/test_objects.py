@@ -96,6 +96,16 @@ class TestApply:
         assert [o.action for o in second] == ["unchanged", "unchanged"]
         assert len([c for c in cluster.calls if c[0] != "GET"]) == writes
 
+    def test_an_object_the_dry_run_found_unchanged_is_read_once(self, cluster):
+        items = prepared(NS, CM)
+        objects.apply(cluster, items)
+        del cluster.calls[:]
+        objects.apply(cluster, items)
+        # The namespace's existence for the ConfigMap, then each object once: the dry run's read is the run's.
+        assert [(c[0], c[1]) for c in cluster.calls] == [
+            ("GET", NAMESPACE.path(None, "demo")), ("GET", NAMESPACE.path(None, "demo")),
+            ("GET", CONFIG_MAP.path("demo", "settings"))]
+
     def test_updates_what_differs(self, cluster):
         cluster.add(NAMESPACE, NS)
         objects.apply(cluster, prepared(CM))
