@@ -24,6 +24,10 @@ simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
   worker reports it to the same callback. The rest of the CPU is the ansible-playbook process (``proc s``) and
   the hub's tasks.
 
+Then, for the same sizes, the floor: tests/benchmarks/floor.yml, a member play of three tasks that run on the
+controller and template nothing (a check, a message, a recorded fact), run the same way on as many local hosts - what
+Ansible itself costs per member and task on this machine, beside what site.yml's tasks template and run.
+
 After each run, playbooks/detach.yml (not timed) takes the fleet apart again, the hub set-up
 included, so every site.yml run registers from scratch. ``--tasks`` prints the task list of one
 push and one pull member of the largest run.
@@ -71,7 +75,9 @@ LEGEND = """  wall s     wall time of site.yml; x 1 mbr: its ratio to the 1-memb
              run (controller-side ones included) and the tasks skipped
   hub req/mbr, mbr req/mbr: per member, the API requests of the collection's client on the hub and on the members
              (- when the lab writes no audit logs)
-  sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores"""
+  sims CPU   CPU of the simulations (this process) meanwhile, competing for the same cores
+  floor      tests/benchmarks/floor.yml on as many local hosts: three tasks per member that template nothing;
+             +CPU/task: CPU s added per member beyond the smallest size, per task"""
 
 
 def fleet_inventory(lab, engine, size):
@@ -223,6 +229,36 @@ def measure(lab, engine, size, tmp):
             "member_requests": sum(sum(requests[name].values()) for name in members) / float(size) if requests else None}
 
 
+def floor(size, tmp):
+    """Run floor.yml on ``size`` local hosts; ``(seconds, cpu_seconds)``."""
+    host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    inventory = {"all": {"children": {"members": {"hosts": dict(("member%d" % index, host) for index in range(1, size + 1))}}}}
+    path = os.path.join(tmp, "inventory-floor-%d.yml" % size)
+    with open(path, "w") as handle:
+        yaml.safe_dump(inventory, handle, sort_keys=False)
+    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, "--forks", str(size + 1),
+               os.path.join(HERE, "floor.yml")]
+    seconds, cpu, returncode, output = benchlab.timed(command, dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    if returncode != 0:
+        raise SystemExit("floor.yml with %d hosts failed (rc %d):\n%s" % (size, returncode, output[-4000:]))
+    return seconds, cpu
+
+
+def print_floor(sizes, tmp):
+    print("\n  %-7s %7s %7s %7s %7s %9s %9s %9s" % (
+        "floor", "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "+CPU/task"))
+    first = None
+    for size in sizes:
+        seconds, cpu = floor(size, tmp)
+        first = first or (size, seconds, cpu)
+        ratio = "%7.2f" % (seconds / first[1]) if first[0] == 1 else "%7s" % "-"
+        added = (cpu - first[2]) / (size - first[0]) if size > first[0] else None
+        print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %s" % (
+            "", size, seconds, ratio, cpu, cpu / size, "%9s" % "-" if added is None else "%9.2f" % added,
+            "%9s" % "-" if added is None else "%9.2f" % (added / 3)), flush=True)
+    print("  load now %s" % benchlab.load())
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", default="1,8,16,32", help="comma-separated member counts (default 1,8,16,32)")
@@ -267,6 +303,7 @@ def main():
                     print_tasks(last["events"], last["workers"], host, mode)
             if args.requests and last["requests"]:
                 print_requests(last["requests"], lab.hub, last["members"])
+        print_floor(sizes, tmp)
 
 
 if __name__ == "__main__":
