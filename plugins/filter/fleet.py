@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters the playbooks use to read the inventory, check a member's settings, record failures and summarize the fleet.
 
-``connection`` turns a host's inventory variables into the authentication options of its cluster;
-``fleet_member_problem`` is the check of a member's settings that the member plays of site.yml and detach.yml start
-with; ``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
+``connection`` turns a host's inventory variables into the authentication options of its cluster, and
+``fleet_member_settings`` gives a member's cluster name, registration mode and connection; ``fleet_settings_problem``
+is the check of a member's settings that the member plays of site.yml, detach.yml and upgrade.yml start with (the
+playbooks' own variables, ``fleet_variables_problem``, which every play checks, then ``fleet_member_problem``);
+``fleet_failure_record`` is what their rescues record of a failed task; ``fleet_members``, ``fleet_report``,
 ``fleet_table`` and ``fleet_markdown`` make the summary at the end of site.yml, detach.yml and upgrade.yml;
 ``fleet_upgrade_stop`` is upgrade.yml's failure budget; ``fleet_evidence`` writes a piece of evidence of cluster_diagnose as
 a line; ``fleet_engine_facts`` is what an engine does, which the roles and playbooks ask instead of its name. Their
@@ -20,6 +22,7 @@ import datetime
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.multicluster.fleet.plugins.module_utils.day2 import versions
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.auth_options import AUTH_OPTIONS
@@ -139,6 +142,77 @@ def fleet_member_problem(name, action, member, hub_host, hub):
         return _inventory_values_problem(member) or _cluster_set_label_problem(
             member.get("engine"), member.get("labels"), member.get("cluster_set"))
     return ""
+
+
+WAITS = ("fleet_wait_timeout", "fleet_wait_step", "fleet_hub_wait_timeout")  # whole numbers of seconds, at least 1
+
+
+def fleet_variables_problem(variables, action=None, batches=None):
+    """The first problem with the playbooks' own variables among ``variables`` (a host's), by their own names, ``''`` when
+    none: ``fleet_engine`` names an engine, the waits of :data:`WAITS` are whole numbers of seconds, at least 1. For a run
+    that installs (``action`` register or upgrade), then what it writes into image references
+    (:func:`fleet_image_settings_problem`), and for an upgrade its ``batches`` (fleet_upgrade_batches, None when unset)."""
+    if not hasattr(variables, "get"):
+        raise AnsibleFilterError("fleet_variables_problem expects a mapping of variables, got %s" % type(variables).__name__)
+    engine = variables["fleet_engine"] if "fleet_engine" in variables else "(not set)"
+    if not (isinstance(engine, str) and engine in _engine_names()):
+        return "fleet_engine must be karmada or ocm, not %s" % (engine,)
+    for name in WAITS:
+        if name in variables:
+            value = variables[name]
+            if not re.match("[0-9]+$", str(value)) or int(str(value)) < 1:
+                return "%s must be a whole number of seconds, at least 1, not %s" % (name, value)
+    if action in ("register", "upgrade"):
+        return fleet_image_settings_problem(variables) or (
+            fleet_upgrade_batches_problem(batches) if action == "upgrade" else "")
+    return ""
+
+
+def fleet_member_settings(host, hostvars):
+    """What the plays call a member host's ``name`` (its ``cluster_name``, else the host's name), ``mode`` (its
+    ``registration_mode``, else the engine's default; the default for an engine that registers only by pull; None for an
+    unknown ``fleet_engine``) and ``connection`` (its authentication variables, else ``fleet_kubeconfig`` with a context
+    named after its cluster: :func:`connection`), from its variables in ``hostvars``."""
+    variables = hostvars[host]
+    name = variables["cluster_name"] if "cluster_name" in variables else host
+    engine, mode = variables.get("fleet_engine"), None
+    if isinstance(engine, str) and engine in _engine_names():
+        facts = fleet_engine_facts(engine)
+        mode = facts["default_mode"] if facts["pull_only"] else variables.get("registration_mode", facts["default_mode"])
+    return {"name": name, "mode": mode, "connection": connection(variables, variables.get("fleet_kubeconfig"), name)}
+
+
+def fleet_settings_problem(host, hostvars, groups, action, batches=None):
+    """The first problem with the settings of member host ``host`` for what the member play does to it (``action``,
+    register, detach or upgrade, whose ``batches`` are checked too), ``''`` when none: the playbooks' own variables
+    (:func:`fleet_variables_problem`), then :func:`fleet_member_problem` with the member's settings as the plays read them
+    (:func:`fleet_member_settings`), the other hosts that give its cluster the same name (the hub's fact
+    ``fleet_hosts_by_cluster_name`` when the hub play set it, else the members of ``groups``; the hub too when it
+    registers with itself under that name) and the hub - the host of group hub, else the group variable ``fleet_hub``."""
+    variables = hostvars[host]
+    problem = fleet_variables_problem(variables, action if action in ("register", "upgrade") else None, batches)
+    if problem:
+        return problem
+    member = fleet_member_settings(host, hostvars)
+    hub_host = (list(groups.get("hub") or []) or [""])[0]
+    hub = hostvars[hub_host] if hub_host else variables["fleet_hub"] if "fleet_hub" in variables else None
+    by_name = (hub["fleet_hosts_by_cluster_name"] if hub_host and "fleet_hosts_by_cluster_name" in hub
+               else fleet_cluster_hosts(groups.get("members"), hostvars))
+    twins = [other for other in by_name.get(member["name"]) or [] if other != host]
+    # As fleet_hub_registers_self and fleet_hub_self_name in playbooks/vars/fleet.yml.
+    if boolean((hub or {}).get("hub_init_ocm_register_self", False), strict=False) and (
+            (hub or {}).get("hub_init_ocm_self_name", "local-cluster") == member["name"]):
+        twins.append(hub_host)
+    settings = dict(member, twins=twins, engine=variables.get("fleet_engine"))
+    settings.update((key, variables.get(key)) for key in ("labels", "annotations", "taints", "cluster_set"))
+    return fleet_member_problem(member["name"], action, settings, hub_host, hub)
+
+
+def _engine_names():
+    # Imported here, as in _cluster_set_label_problem.
+    from ansible_collections.multicluster.fleet.plugins.module_utils import engines
+
+    return engines.NAMES
 
 
 def _inventory_values_problem(member):
@@ -617,6 +691,9 @@ class FilterModule(object):
         return {
             "connection": connection,
             "fleet_member_problem": fleet_member_problem,
+            "fleet_member_settings": fleet_member_settings,
+            "fleet_settings_problem": fleet_settings_problem,
+            "fleet_variables_problem": fleet_variables_problem,
             "fleet_failure_record": fleet_failure_record,
             "fleet_members": fleet_members,
             "fleet_cluster_hosts": fleet_cluster_hosts,

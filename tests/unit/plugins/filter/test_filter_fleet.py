@@ -119,6 +119,117 @@ class TestMemberProblem:
         assert self.problem(engine="ocm", labels=None) == ""
 
 
+class TestVariablesProblem:
+    """The playbooks' own variables, checked first by every play, by their own names."""
+
+    def test_none(self):
+        assert fleet.fleet_variables_problem({"fleet_engine": "karmada"}) == ""
+        assert fleet.fleet_variables_problem({"fleet_engine": "ocm", "fleet_wait_timeout": "600", "fleet_wait_step": 5,
+                                              "fleet_hub_wait_timeout": 1}) == ""
+
+    def test_the_engine(self):
+        assert fleet.fleet_variables_problem({}) == "fleet_engine must be karmada or ocm, not (not set)"
+        assert fleet.fleet_variables_problem({"fleet_engine": "kcp"}) == "fleet_engine must be karmada or ocm, not kcp"
+        assert fleet.fleet_variables_problem({"fleet_engine": None}) == "fleet_engine must be karmada or ocm, not None"
+        # the engine first: a bad wait too is reported once the engine is right
+        assert fleet.fleet_variables_problem({"fleet_engine": ["ocm"], "fleet_wait_step": 0}).startswith("fleet_engine")
+
+    @pytest.mark.parametrize("value", [0, "0", "5s", 1.5, "-1", "", None, True])
+    def test_each_wait_is_a_whole_number_of_seconds(self, value):
+        for name in fleet.WAITS:
+            assert fleet.fleet_variables_problem({"fleet_engine": "karmada", name: value}) == (
+                "%s must be a whole number of seconds, at least 1, not %s" % (name, value))
+
+    def test_a_run_that_installs_checks_its_images_and_an_upgrade_its_batches(self):
+        variables = {"fleet_engine": "karmada", "karmada_version": "v1.18.2; rm -rf"}
+        image = fleet.fleet_image_settings_problem(variables)
+        assert image and fleet.fleet_variables_problem(variables, "register") == image
+        assert fleet.fleet_variables_problem(variables, "upgrade") == image
+        assert fleet.fleet_variables_problem(variables) == "" and fleet.fleet_variables_problem(variables, "detach") == ""
+        batches = fleet.fleet_upgrade_batches_problem([0])
+        assert batches and fleet.fleet_variables_problem({"fleet_engine": "ocm"}, "upgrade", [0]) == batches
+        assert fleet.fleet_variables_problem({"fleet_engine": "ocm"}, "register", [0]) == ""
+        assert fleet.fleet_variables_problem({"fleet_engine": "ocm"}, "upgrade", None) == ""
+
+
+class TestMemberSettings:
+    def settings(self, **variables):
+        return fleet.fleet_member_settings("member1", {"member1": variables})
+
+    def test_the_name_mode_and_connection_from_the_host(self):
+        assert self.settings(fleet_engine="karmada", kubeconfig="/m1") == {
+            "name": "member1", "mode": "push", "connection": {"kubeconfig": "/m1"}}
+        assert self.settings(fleet_engine="karmada", cluster_name="edge-1", registration_mode="pull",
+                             fleet_kubeconfig="/fleet") == {
+            "name": "edge-1", "mode": "pull", "connection": {"kubeconfig": "/fleet", "context": "edge-1"}}
+
+    def test_an_engine_that_registers_only_by_pull(self):
+        assert self.settings(fleet_engine="ocm", registration_mode="push")["mode"] == "pull"
+
+    def test_no_mode_for_an_unknown_engine(self):
+        assert self.settings(fleet_engine="kcp", registration_mode="push")["mode"] is None
+        assert self.settings()["mode"] is None
+
+
+class TestSettingsProblem:
+    """A member's settings read from hostvars in one pass: the playbooks' variables, then fleet_member_problem."""
+
+    def hostvars(self, hub=None, **members):
+        found = dict((host, dict({"fleet_engine": "karmada", "kubeconfig": "/%s" % host}, **variables))
+                     for host, variables in members.items())
+        if hub is not None:
+            found["hub-cluster"] = hub
+        return found
+
+    def problem(self, hostvars, action="register", host="member1", batches=None):
+        groups = {"members": [h for h in hostvars if h != "hub-cluster"],
+                  "hub": ["hub-cluster"] if "hub-cluster" in hostvars else []}
+        return fleet.fleet_settings_problem(host, hostvars, groups, action, batches)
+
+    def test_none(self):
+        assert self.problem(self.hostvars(hub={}, member1={}, member2={})) == ""
+        assert self.problem(self.hostvars(member1={"fleet_hub": {}})) == ""
+
+    def test_the_playbooks_variables_first(self):
+        everything = self.hostvars(member1={"fleet_engine": "kcp", "registration_mode": "sideways"})
+        assert self.problem(everything) == "fleet_engine must be karmada or ocm, not kcp"
+        assert self.problem(self.hostvars(hub={}, member1={"fleet_wait_step": "5s"})).startswith("fleet_wait_step")
+        assert self.problem(self.hostvars(hub={}, member1={}), "upgrade", batches=[0]) == (
+            fleet.fleet_upgrade_batches_problem([0]))
+
+    def test_the_members_settings_as_fleet_member_problem_checks_them(self):
+        assert self.problem(self.hostvars(hub={}, member1={"registration_mode": "pul"})) == (
+            "registration_mode must be push or pull, not pul")
+        assert self.problem(self.hostvars(hub={}, member1={"kubeconfig": None})).startswith("no connection to the member")
+        assert self.problem(self.hostvars(member1={})) == "no hub: the inventory has no hub host and no fleet_hub variable"
+        assert self.problem(self.hostvars(hub={"fleet_hub_started": {"failed": True}}, member1={})) == (
+            "the hub play failed on hub-cluster (see its error above), so there is no join token")
+        assert self.problem(self.hostvars(hub={}, member1={"taints": "NoSchedule"})).startswith("taints must be a list")
+        label = "cluster.open-cluster-management.io/clusterset"
+        assert self.problem(self.hostvars(hub={}, member1={"fleet_engine": "ocm", "labels": {label: "a"}})).startswith(
+            "labels sets %s=a" % label)
+
+    def test_twins_from_the_members_or_from_the_hub_play(self):
+        hostvars = self.hostvars(hub={}, member1={"cluster_name": "edge"}, member2={"cluster_name": "edge"}, member3={})
+        assert self.problem(hostvars) == ("cluster_name edge is also the cluster name of member2 in the inventory: a name"
+                                          " stands for one cluster, so none of them is registered")
+        assert self.problem(hostvars, host="member3") == ""
+        # the hub play read them once for the run: that is what counts
+        hostvars["hub-cluster"]["fleet_hosts_by_cluster_name"] = {"edge": ["member1"], "member3": ["member3", "x"]}
+        assert self.problem(hostvars) == ""
+        assert "is also the cluster name of x" in self.problem(hostvars, host="member3")
+
+    def test_the_hub_registered_with_itself_under_the_members_name(self):
+        hub = {"hub_init_ocm_register_self": "yes"}
+        hostvars = self.hostvars(hub=hub, member1={"fleet_engine": "ocm", "cluster_name": "local-cluster"})
+        assert "is also the cluster name of hub-cluster" in self.problem(hostvars)
+        hub["hub_init_ocm_self_name"] = "hub-itself"
+        assert self.problem(hostvars) == ""
+        hub["hub_init_ocm_register_self"] = False
+        hostvars["member1"]["cluster_name"] = "hub-itself"
+        assert self.problem(hostvars) == ""
+
+
 class TestFailureRecord:
     def test_the_task_and_its_message(self):
         assert fleet.fleet_failure_record({"failed": True, "msg": "refused"}, "Join the member") == {
