@@ -108,9 +108,26 @@ def run_playbook(playbook, inventory, forks, task_log):
                FLEET_BENCH_TASK_LOG=task_log)
     if os.path.exists(task_log + ".workers"):
         os.remove(task_log + ".workers")  # the callback appends to it
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory,
-               "--forks", str(forks), os.path.join(PLAYBOOKS, playbook)]
-    return benchlab.timed(command, env)
+    return benchlab.timed(playbook_command(os.path.join(PLAYBOOKS, playbook), inventory, forks), env)
+
+
+def playbook_command(path, inventory, forks):
+    """The ansible-playbook command that runs the playbook at ``path`` on ``inventory`` with ``forks`` forks."""
+    return [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", inventory, "--forks", str(forks), path]
+
+
+def scaling(first, size, seconds, cpu):
+    """The wall time of a run of ``size`` members as a multiple of the 1-member run (None when ``first``, the smallest
+    run's ``(size, seconds, cpu)``, is not of one member), and the CPU seconds each member beyond ``first`` added (None
+    for ``first`` itself)."""
+    ratio = seconds / first[1] if first[0] == 1 else None
+    added = (cpu - first[2]) / (size - first[0]) if size > first[0] else None
+    return ratio, added
+
+
+def column(value, width, digits=2):
+    """``value`` right-aligned in ``width`` characters, ``-`` for None."""
+    return "%*s" % (width, "-") if value is None else "%*.*f" % (width, digits, value)
 
 
 def read_task_log(path):
@@ -229,6 +246,9 @@ def measure(lab, engine, size, tmp):
             "member_requests": sum(sum(requests[name].values()) for name in members) / float(size) if requests else None}
 
 
+FLOOR = os.path.join(HERE, "floor.yml")
+
+
 def floor(size, tmp):
     """Run floor.yml on ``size`` local hosts; ``(seconds, cpu_seconds)``."""
     host = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
@@ -236,26 +256,26 @@ def floor(size, tmp):
     path = os.path.join(tmp, "inventory-floor-%d.yml" % size)
     with open(path, "w") as handle:
         yaml.safe_dump(inventory, handle, sort_keys=False)
-    command = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", path, "--forks", str(size + 1),
-               os.path.join(HERE, "floor.yml")]
-    seconds, cpu, returncode, output = benchlab.timed(command, dict(os.environ, ANSIBLE_NOCOLOR="1"))
+    seconds, cpu, returncode, output = benchlab.timed(playbook_command(FLOOR, path, size + 1),
+                                                      dict(os.environ, ANSIBLE_NOCOLOR="1"))
     if returncode != 0:
         raise SystemExit("floor.yml with %d hosts failed (rc %d):\n%s" % (size, returncode, output[-4000:]))
     return seconds, cpu
 
 
 def print_floor(sizes, tmp):
+    with open(FLOOR) as handle:
+        tasks = len(yaml.safe_load(handle)[0]["tasks"])
     print("\n  %-7s %7s %7s %7s %7s %9s %9s %9s" % (
         "floor", "members", "wall s", "x 1 mbr", "CPU s", "CPU s/mbr", "+CPU/mbr", "+CPU/task"))
     first = None
     for size in sizes:
         seconds, cpu = floor(size, tmp)
         first = first or (size, seconds, cpu)
-        ratio = "%7.2f" % (seconds / first[1]) if first[0] == 1 else "%7s" % "-"
-        added = (cpu - first[2]) / (size - first[0]) if size > first[0] else None
+        ratio, added = scaling(first, size, seconds, cpu)
         print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %s" % (
-            "", size, seconds, ratio, cpu, cpu / size, "%9s" % "-" if added is None else "%9.2f" % added,
-            "%9s" % "-" if added is None else "%9.2f" % (added / 3)), flush=True)
+            "", size, seconds, column(ratio, 7), cpu, cpu / size, column(added, 9),
+            column(None if added is None else added / tasks, 9)), flush=True)
     print("  load now %s" % benchlab.load())
 
 
@@ -286,15 +306,13 @@ def main():
             first = None
             for size in sizes:
                 figures = measure(lab, engine, size, tmp)
-                first = first or dict(figures, size=size)
-                ratio = "%7.2f" % (figures["seconds"] / first["seconds"]) if first["size"] == 1 else "%7s" % "-"
-                added = "%9.2f" % ((figures["cpu"] - first["cpu"]) / (size - first["size"])) if size > first["size"] else "%9s" % "-"
-                requests = ["%11s" % "-" if figures[key] is None else "%11.1f" % figures[key]
-                            for key in ("hub_requests", "member_requests")]
+                first = first or (size, figures["seconds"], figures["cpu"])
+                ratio, added = scaling(first, size, figures["seconds"], figures["cpu"])
+                requests = [column(figures[key], 11, 1) for key in ("hub_requests", "member_requests")]
                 print("  %-7s %7d %7.1f %s %7.1f %9.2f %s %7.1f %11.2f %11.2f %11.1f %9.1f %9.1f %s %s %8.1f" % (
-                    "", size, figures["seconds"], ratio, figures["cpu"], figures["cpu"] / size, added, figures["process_cpu"],
-                    figures["module_cpu"], figures["worker_cpu"], figures["modules"], figures["tasks"], figures["skipped"],
-                    requests[0], requests[1], figures["sims_cpu"]), flush=True)
+                    "", size, figures["seconds"], column(ratio, 7), figures["cpu"], figures["cpu"] / size, column(added, 9),
+                    figures["process_cpu"], figures["module_cpu"], figures["worker_cpu"], figures["modules"], figures["tasks"],
+                    figures["skipped"], requests[0], requests[1], figures["sims_cpu"]), flush=True)
                 last = figures
             print("  hub: %d module runs in the last run; load now %s" % (last["hub_modules"], benchlab.load()))
             if args.tasks:
