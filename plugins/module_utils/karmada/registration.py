@@ -536,7 +536,7 @@ class KarmadaRegistration(Registrar):
         do), once it is there and is this member's: the mark of a cluster this collection registered (prune.py)."""
         cluster = resources.get(hub, karmada.CLUSTER, self.reg.cluster_name)
         if cluster is not None and karmada.recorded_cluster_id(cluster) == cluster_id:
-            self.ensure(hub, karmada.CLUSTER, hub_record.cluster_id_annotation(self.reg.cluster_name, cluster_id))
+            self.ensure(hub, karmada.CLUSTER, hub_record.cluster_id_annotation(self.reg.cluster_name, cluster_id), cluster)
             # the record only hub administrators can write: what cluster_prune trusts (hub_record.py)
             self.ensure(hub, CONFIG_MAP, hub_record.desired("karmada", self.reg.cluster_name, cluster_id))
 

@@ -187,21 +187,22 @@ def list_objects(cluster, kind, namespace=None, label_selector=None, field_selec
     return answer.get("items") or []
 
 
-def ensure(cluster, kind, desired, check_mode=False):
+def ensure(cluster, kind, desired, check_mode=False, current=None):
     """Make the object carry the fields of ``desired``; return an :class:`Outcome`.
 
     Missing: created. Present with every desired field equal: unchanged, no write. Otherwise one
     JSON merge patch with the desired fields, guarded by the ``resourceVersion`` read just before;
     a conflict (someone else wrote in between) is retried with a fresh read. In check mode the
-    writes are server-side dry runs, so ``after`` is what the server would store.
+    writes are server-side dry runs, so ``after`` is what the server would store. ``current`` is the
+    object as the caller has just read it, which takes the place of the first read.
     """
     metadata = desired.get("metadata") or {}
     name, namespace = metadata.get("name"), metadata.get("namespace")
     if not name:
         raise FleetError("%s without metadata.name" % kind.kind)
     body = _body(kind, desired)
-    for _attempt in range(CONFLICT_RETRIES):
-        existing = get(cluster, kind, name, namespace)
+    for attempt in range(CONFLICT_RETRIES):
+        existing = current if current is not None and attempt == 0 else get(cluster, kind, name, namespace)
         if existing is None:
             try:
                 created = cluster.request("POST", kind.path(namespace), body=body, query=dry_run_query(check_mode))

@@ -432,8 +432,8 @@ class Registrar:
             return None, None
         return {"ca": {"from": stored, "to": discovered["ca_pins"]}}, discovered
 
-    def ensure(self, cluster, kind, desired):
-        return self.report.add(cluster, resources.ensure(cluster, kind, desired, self.check_mode))
+    def ensure(self, cluster, kind, desired, current=None):
+        return self.report.add(cluster, resources.ensure(cluster, kind, desired, self.check_mode, current))
 
     def apply(self, cluster, items, **options):
         """:func:`objects.apply` of ``items`` (as :func:`objects.prepare` gives them) with ``options``, each outcome

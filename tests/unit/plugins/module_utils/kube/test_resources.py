@@ -83,6 +83,19 @@ class TestEnsure:
         assert out.action == "updated"
         assert [c[0] for c in fake_cluster.calls].count("PATCH") == 3
 
+    def test_the_object_just_read_takes_the_place_of_the_first_read(self, fake_cluster):
+        fake_cluster.add(SECRET, secret(token="b2xk"))
+        current = fake_cluster.request("GET", SECRET.path("ns", "s"))
+        fake_cluster.calls.clear()
+        assert resources.ensure(fake_cluster, SECRET, secret(token="b2xk"), current=current).action == "unchanged"
+        assert fake_cluster.calls == []
+        out = resources.ensure(fake_cluster, SECRET, secret(token="bmV3"), current=current)
+        assert out.action == "updated" and [c[0] for c in fake_cluster.calls] == ["PATCH"]
+        # stale by now (the patch changed its resourceVersion): the conflict is retried with a fresh read
+        fake_cluster.calls.clear()
+        out = resources.ensure(fake_cluster, SECRET, secret(token="dGhyZWU="), current=current)
+        assert out.action == "updated" and [c[0] for c in fake_cluster.calls] == ["PATCH", "GET", "PATCH"]
+
     def test_gives_up_after_persistent_conflicts(self, fake_cluster):
         fake_cluster.add(SECRET, secret(token="b2xk"))
         fake_cluster.conflicts = 100

@@ -248,6 +248,23 @@ def test_karmada_deploys_the_agent_after_the_registration(ca, pin):
     assert "--cluster-region=r1" in deployment["spec"]["template"]["spec"]["containers"][0]["command"]
 
 
+def test_karmada_marks_the_cluster_its_agent_created_reading_it_once():
+    """The run that waits for the Cluster records its cluster id there (what cluster_prune trusts) from one read."""
+    hub = FakeCluster("hub")
+    request = reg(wait=True)
+    hub.add(karmada.CLUSTER, {"metadata": {"name": request.cluster_name}, "spec": {"id": "id-1"}})
+    registration = KarmadaRegistration(FakeCluster("member"), hub, request)
+    registration.start()
+    registration._mark(hub, "id-1")
+    path = karmada.CLUSTER.path(None, request.cluster_name)
+    assert [call[0] for call in hub.calls if call[1] == path] == ["GET", "PATCH"]
+    assert hub.objects[path]["metadata"]["annotations"]
+    # another cluster's id: nothing written
+    hub.calls.clear()
+    registration._mark(hub, "id-2")
+    assert [call[0] for call in hub.calls if call[1] == path] == ["GET"]
+
+
 def test_karmada_wait_needs_the_agent_or_the_hub(ca):
     member = FakeCluster("member")
     with pytest.raises(FleetError, match="set karmada.deploy_agent or hub"):
