@@ -155,7 +155,7 @@ def fleet_variables_problem(variables, action=None, batches=None):
     if not hasattr(variables, "get"):
         raise AnsibleFilterError("fleet_variables_problem expects a mapping of variables, got %s" % type(variables).__name__)
     engine = variables["fleet_engine"] if "fleet_engine" in variables else "(not set)"
-    if not (isinstance(engine, str) and engine in _engine_names()):
+    if not _is_engine(engine):
         return "fleet_engine must be karmada or ocm, not %s" % (engine,)
     for name in WAITS:
         if name in variables:
@@ -176,7 +176,7 @@ def fleet_member_settings(host, hostvars):
     variables = hostvars[host]
     name = variables["cluster_name"] if "cluster_name" in variables else host
     engine, mode = variables.get("fleet_engine"), None
-    if isinstance(engine, str) and engine in _engine_names():
+    if _is_engine(engine):
         facts = fleet_engine_facts(engine)
         mode = facts["default_mode"] if facts["pull_only"] else variables.get("registration_mode", facts["default_mode"])
     return {"name": name, "mode": mode, "connection": connection(variables, variables.get("fleet_kubeconfig"), name)}
@@ -208,11 +208,12 @@ def fleet_settings_problem(host, hostvars, groups, action, batches=None):
     return fleet_member_problem(member["name"], action, settings, hub_host, hub)
 
 
-def _engine_names():
+def _is_engine(value):
+    """The test ``multicluster.fleet.engine`` (plugins/test/fleet.py): whether ``value`` names an engine."""
     # Imported here, as in _cluster_set_label_problem.
     from ansible_collections.multicluster.fleet.plugins.module_utils import engines
 
-    return engines.NAMES
+    return isinstance(value, str) and value in engines.NAMES
 
 
 def _inventory_values_problem(member):
