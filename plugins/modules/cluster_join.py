@@ -34,8 +34,95 @@ options:
     description:
       - Name of the member cluster on the hub.
       - A DNS-1123 label of 1 to 48 characters (Karmada derives the namespace C(karmada-es-<cluster_name>) from it).
+      - Required unless O(per_cluster) is given.
     type: str
-    required: true
+  per_cluster:
+    description:
+      - Join many members in one task, each with its own settings; instead of O(cluster_name), O(member) and the
+        Cluster's settings (O(api_endpoint), O(proxy_url), O(insecure_skip_tls_verification), O(provider), O(region),
+        O(zones)), which each item takes as a single join does. With O(state=present) only.
+      - The joins run four at a time on one hub connection. With O(wait), one wait then follows for all of them, the
+        hub's Clusters read in one request per look.
+      - A member whose join fails, or whose wait runs out, fails alone; the others are joined. The task then fails
+        naming each, with RV(clusters_failed) and RV(cluster_errors).
+    type: list
+    elements: dict
+    version_added: 1.1.0
+    suboptions:
+      name:
+        description:
+          - Name of the member cluster on the hub, as O(cluster_name).
+        type: str
+        required: true
+      member:
+        description:
+          - The member's connection, as O(member).
+        type: dict
+        required: true
+        suboptions:
+          kubeconfig:
+            description: Path to a kubeconfig file, or the kubeconfig content as a dictionary.
+            type: raw
+          context:
+            description: The kubeconfig context to use.
+            type: str
+          host:
+            description: URL of the API server.
+            type: str
+          api_key:
+            description: Bearer token to authenticate with.
+            type: str
+          validate_certs:
+            description: Whether to verify the API server's TLS certificate.
+            type: bool
+            aliases: [verify_ssl]
+          ca_cert:
+            description: Path to a CA certificate bundle that verifies the API server.
+            type: path
+            aliases: [ssl_ca_cert]
+          client_cert:
+            description: Path to a client certificate.
+            type: path
+            aliases: [cert_file]
+          client_key:
+            description: Path to the private key of the client certificate.
+            type: path
+            aliases: [key_file]
+          proxy:
+            description: URL of an HTTP proxy.
+            type: str
+          impersonate_user:
+            description: User to impersonate.
+            type: str
+          impersonate_groups:
+            description: Groups to impersonate.
+            type: list
+            elements: str
+      api_endpoint:
+        description:
+          - As O(api_endpoint).
+        type: str
+      proxy_url:
+        description:
+          - As O(proxy_url).
+        type: str
+      insecure_skip_tls_verification:
+        description:
+          - As O(insecure_skip_tls_verification).
+        type: bool
+      provider:
+        description:
+          - As O(provider).
+        type: str
+      region:
+        description:
+          - As O(region).
+        type: str
+      zones:
+        description:
+          - As O(zones).
+        type: list
+        elements: str
   state:
     description:
       - V(present) joins (or reconciles) the cluster; it requires O(member).
@@ -127,7 +214,8 @@ attributes:
   diff_mode:
     support: full
     details:
-      - Shows the Cluster before and after, under the header C(hub Cluster/<cluster_name>).
+      - Shows the Cluster before and after, under the header C(hub Cluster/<cluster_name>); with O(per_cluster), that of
+        each cluster changed.
   idempotent:
     support: full
 """
@@ -162,6 +250,21 @@ EXAMPLES = r"""
   ansible.builtin.debug:
     var: joined.changes
 
+- name: Join two members in Push mode in one task, each with its region, and wait until the hub reports both ready
+  multicluster.fleet.cluster_join:
+    kubeconfig: /etc/fleet/karmada-apiserver.kubeconfig
+    per_cluster:
+      - name: edge1
+        member:
+          kubeconfig: /etc/fleet/edge1.kubeconfig
+        region: eu-west-1
+      - name: edge2
+        member:
+          kubeconfig: /etc/fleet/edge2.kubeconfig
+        region: eu-west-2
+    wait: true
+  register: joined
+
 - name: Unjoin member1 and remove its objects on the member
   multicluster.fleet.cluster_join:
     kubeconfig: /etc/fleet/karmada-apiserver.kubeconfig
@@ -182,9 +285,9 @@ EXAMPLES = r"""
 RETURN = r"""
 cluster:
   description:
-    - The Cluster as the hub stores it (server-owned metadata left out); what the hub would store in check mode.
+    - With O(cluster_name), the Cluster as the hub stores it (server-owned metadata left out); what the hub would store in check mode.
     - With O(state=absent), the Cluster as it was before the unjoin; null when there was none.
-  returned: always
+  returned: with O(cluster_name), always
   type: dict
   sample:
     apiVersion: cluster.karmada.io/v1alpha1
@@ -204,15 +307,16 @@ cluster_id:
       C(kube-system/multicluster-fleet.karmada.<cluster>), with the namespace of the Secrets, the record of a cluster this
       collection registered, which M(multicluster.fleet.cluster_prune) reads.
     - With O(state=absent) and no O(member), the id the Cluster recorded; null when there was no Cluster.
-  returned: always
+  returned: with O(cluster_name), always
   type: str
   sample: 004830c5-3081-41f2-afc4-e68d86e4f96b
 changes:
   description:
-    - What the run did (or would do, in check mode) to each object, in order - V(member) or V(hub), then
-      C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted) or V(absent).
+    - With O(cluster_name), what the run did (or would do, in check mode) to each object, in order - V(member) or
+      V(hub), then C(Kind/namespace/name) or C(Kind/name), a colon, and V(created), V(updated), V(unchanged), V(deleted)
+      or V(absent).
     - Removing finalizers (O(force)) shows as V(updated).
-  returned: always (also when the O(wait) times out)
+  returned: with O(cluster_name), always (also when the O(wait) times out)
   type: list
   elements: str
   sample:
@@ -220,9 +324,36 @@ changes:
     - "member ServiceAccount/karmada-cluster/karmada-member1: unchanged"
     - "hub Cluster/member1: updated"
     - "hub Secret/karmada-cluster/member1: unchanged"
+clusters:
+  description:
+    - With O(per_cluster), each cluster by name - joined, or failed - with its RV(changes) (what its join did or, failed,
+      what it wrote before the failure), whether it changed, and its RV(cluster_id) (null when its join failed).
+  returned: with O(per_cluster), always
+  type: dict
+  version_added: 1.1.0
+  sample:
+    edge1:
+      changed: false
+      changes: ["member Namespace/karmada-cluster: unchanged", "hub Cluster/edge1: unchanged"]
+      cluster_id: 004830c5-3081-41f2-afc4-e68d86e4f96b
+clusters_failed:
+  description: With O(per_cluster), the clusters whose join failed or whose wait ran out.
+  returned: when a cluster of O(per_cluster) failed
+  type: list
+  version_added: 1.1.0
+  elements: str
+  sample: [edge2]
+cluster_errors:
+  description: With O(per_cluster), per failed cluster what a join of that cluster alone would have said.
+  returned: when a cluster of O(per_cluster) failed
+  type: dict
+  version_added: 1.1.0
+  sample:
+    edge2: "cluster 'edge2': kubeconfig file /etc/fleet/edge2.kubeconfig does not exist"
 """
 
-from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.join import join, unjoin
+from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
+from ansible_collections.multicluster.fleet.plugins.module_utils.karmada.join import join, join_each, unjoin
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
     WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, FleetModule, cluster_argument_spec)
 
@@ -230,30 +361,47 @@ from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
 def run(module):
     params = module.params
     hub = module.cluster()
+    if params["per_cluster"] is not None:
+        if params["state"] != "present":
+            raise FleetError("per_cluster joins clusters; unjoin each with cluster_name and state=absent")
+        return join_each(hub, params["per_cluster"], params, lambda item: module.cluster(item["member"], name=item["name"]),
+                         module.check_mode, hide=module.no_log_values.add, warn=module.warn)
     member = module.cluster(params["member"], name=params["cluster_name"], role="member") if params["member"] else None
     if params["state"] == "present":
         return join(hub, member, params, module.check_mode, hide=module.no_log_values.add, warn=module.warn)
     return unjoin(hub, member, params, module.check_mode, warn=module.warn)
 
 
+def settings_spec():
+    """The Cluster's settings of one join: top-level options, or those of each item of per_cluster."""
+    return dict(
+        api_endpoint=dict(type="str"),
+        proxy_url=dict(type="str"),
+        insecure_skip_tls_verification=dict(type="bool"),
+        provider=dict(type="str"),
+        region=dict(type="str"),
+        zones=dict(type="list", elements="str"),
+    )
+
+
 def module_spec():
     """The arguments of FleetModule (the module process) and of ControllerModule (on the controller)."""
     return dict(
         argument_spec=dict(
-            cluster_name=dict(type="str", required=True),
+            cluster_name=dict(type="str"),
+            per_cluster=dict(type="list", elements="dict", options=dict(
+                name=dict(type="str", required=True),
+                member=cluster_argument_spec(required=True),
+                **settings_spec())),
             state=dict(type="str", choices=["present", "absent"], default="present"),
             cluster_namespace=dict(type="str", default="karmada-cluster"),
-            api_endpoint=dict(type="str"),
-            proxy_url=dict(type="str"),
-            insecure_skip_tls_verification=dict(type="bool"),
-            provider=dict(type="str"),
-            region=dict(type="str"),
-            zones=dict(type="list", elements="str"),
             force=dict(type="bool", default=False),
             member=cluster_argument_spec(),
-            **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC
+            **dict(settings_spec(), **WAIT_ARG_SPEC, **WAIT_CONDITION_ARG_SPEC)
         ),
-        required_if=[("state", "present", ("member",))],
+        required_one_of=[("cluster_name", "per_cluster")],
+        mutually_exclusive=[("per_cluster", option) for option in ["cluster_name", "member"] + list(settings_spec())],
+        required_if=[("state", "present", ("member", "per_cluster"), True)],
     )
 
 

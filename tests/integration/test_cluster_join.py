@@ -397,6 +397,58 @@ class TestPushLifecycle:
         assert not [t for t in SEEN_TOKENS if t in text]
 
 
+@pytest.fixture(scope="class")
+def joins(lab, hub):
+    """TestPerCluster's task: per_cluster of EAST (member1, with a region) and WEST (member2) and any ``extra`` items,
+    with ``options``; both unjoined first."""
+    resources.delete(hub, CLUSTER, "cj-pull", wait=resources.Wait())  # member1's id, left by TestPushLifecycle
+    for name, member in MEMBERS.items():
+        join.unjoin(hub, connection(lab, member), dict(cluster_name=name, cluster_namespace=NS, wait_timeout=60))
+    items = [{"name": EAST, "member": auth(lab, "member1"), "region": "eu-west-1"},
+             {"name": WEST, "member": auth(lab, "member2")}]
+    return lambda *extra, **options: dict(auth(lab, lab.hub), per_cluster=items + list(extra), wait_sleep=1, **options)
+
+
+class TestPerCluster:
+    """Both members in one task (per_cluster), with a third that cannot be reached; run after TestPushLifecycle."""
+
+    def test_check_mode_plans_both_and_writes_nothing(self, lab, hub, joins):
+        result = ok(run(joins(wait=True), check_mode=True, diff=True))
+        assert result["changed"] and sorted(result["clusters"]) == [EAST, WEST]
+        assert "hub Cluster/cj-west: created" in result["clusters"][WEST]["changes"]
+        assert result["clusters"][EAST]["cluster_id"] == lab.clusters["member1"]["kube_system_uid"]
+        assert [d["after"]["spec"].get("region") for d in result["diff"]] == ["eu-west-1", None]
+        assert resources.get(hub, CLUSTER, EAST) is None and resources.get(hub, CLUSTER, WEST) is None
+
+    def test_joins_both_while_an_unreachable_member_fails_alone(self, lab, hub, joins):
+        bad = {"name": "cj-bad", "member": dict(auth(lab, "member1"), host="https://127.0.0.1:1")}
+        result = failed(run(joins(bad, wait=True)), "join failed on 1 of 3 clusters: cj-bad: cluster 'cj-bad' (https://127.0.0.1:1) is unreachable")
+        assert result["changed"] and result["clusters_failed"] == ["cj-bad"] and "last_seen" not in result
+        assert result["cluster_errors"]["cj-bad"].startswith("cluster 'cj-bad' (https://127.0.0.1:1) is unreachable")
+        assert result["clusters"]["cj-bad"] == {"changed": False, "changes": [], "cluster_id": None}
+        for name, member in MEMBERS.items():
+            cluster = resources.get(hub, CLUSTER, name)
+            assert cluster["spec"]["id"] == lab.clusters[member]["kube_system_uid"]
+            assert resources.condition(cluster, "Ready")["status"] == "True"  # waited for, in the same task
+            hub_token(hub, name)
+        assert resources.get(hub, CLUSTER, EAST)["spec"]["region"] == "eu-west-1"
+        assert "region" not in resources.get(hub, CLUSTER, WEST)["spec"] and resources.get(hub, CLUSTER, "cj-bad") is None
+
+    def test_a_rerun_changes_nothing(self, joins):
+        for check_mode in (True, False):
+            result = ok(run(joins(wait=True), check_mode=check_mode))
+            lines = [c for one in result["clusters"].values() for c in one["changes"]]
+            assert result["changed"] is False and lines and all(c.endswith(": unchanged") for c in lines)
+
+    def test_no_result_contains_a_member_token(self):
+        assert SEEN_TOKENS and not [t for t in SEEN_TOKENS if t in json.dumps(RESULTS)]
+
+    def test_per_cluster_is_for_joins_only(self, joins):
+        failed(run(joins(state="absent")), "per_cluster joins clusters; unjoin each with cluster_name and state=absent")
+        result = run(dict(joins(), cluster_name=EAST))
+        assert result["failed"] and "parameters are mutually exclusive: per_cluster|cluster_name" in result["msg"]
+
+
 class TestBadInput:
     """Refused before any request: nothing is written anywhere."""
 
@@ -415,7 +467,7 @@ class TestBadInput:
 
     def test_join_needs_member_credentials(self, lab):
         result = run(dict(auth(lab, lab.hub), cluster_name="cj-bad"))
-        assert result["failed"] and "state is present but all of the following are missing: member" in result["msg"]
+        assert result["failed"] and "state is present but any of the following are missing: member, per_cluster" in result["msg"]
 
     def test_unreachable_member_names_the_cluster(self, lab, args):
         member = dict(auth(lab, "member1"), host="https://127.0.0.1:1")

@@ -37,7 +37,7 @@ __metaclass__ = type
 import base64
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity, parallel
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
@@ -231,16 +231,103 @@ def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=la
                    diff=_diff(name, cluster_outcome.before, cluster_outcome.after))
 
 
+def _ready_wait(params):
+    """The :class:`resources.Wait` of ``wait``: for the ``wait_condition`` (default Ready)."""
+    return resources.Wait(timeout=params["wait_timeout"], interval=params.get("wait_sleep") or resources.WAIT_SLEEP,
+                          condition=params.get("wait_condition") or resources.wanted_condition("Ready"))
+
+
+def _not_ready(exc, cluster):
+    """The WaitTimeout ``exc`` of a wait for ``cluster`` (the Cluster written), saying what makes it ready."""
+    return WaitTimeout("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored token: "
+                       "check that karmada-controller-manager runs and that the hub can reach that endpoint"
+                       % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
+
+
 def _wait_until_ready(hub, name, params, cluster):
     """The Cluster once it has the wanted condition (default Ready) within ``wait_timeout``."""
-    wait = resources.Wait(timeout=params["wait_timeout"], interval=params.get("wait_sleep") or resources.WAIT_SLEEP,
-                          condition=params.get("wait_condition") or resources.wanted_condition("Ready"))
     try:
-        return resources.wait_for_condition(hub, CLUSTER, name, wait=wait)
+        return resources.wait_for_condition(hub, CLUSTER, name, wait=_ready_wait(params))
     except WaitTimeout as exc:
-        raise WaitTimeout("%s. Karmada's controller sets the Cluster's conditions once it reaches %s with the stored "
-                          "token: check that karmada-controller-manager runs and that the hub can reach that endpoint"
-                          % (exc.msg, cluster["spec"]["apiEndpoint"]), **exc.details)
+        raise _not_ready(exc, cluster)
+
+
+def join_each(hub, items, params, connect, check_mode=False, hide=lambda value: None, warn=lambda message: None):
+    """Join every cluster of ``items`` (cluster_join's ``per_cluster``: each a ``name``, its ``member`` connection and
+    the Cluster's settings of a single join) on the one ``hub`` connection, four at a time (:func:`parallel.fan_out`);
+    ``connect(item)`` gives the member's connection. With ``wait``, one wait follows for all the clusters joined: the
+    hub's Clusters are listed every ``wait_sleep`` seconds until each has the condition, or ``wait_timeout`` passed.
+
+    A cluster whose join fails, or whose wait runs out, fails alone; the others are joined. Returns the module result:
+    ``changed``, ``clusters`` (``{name: {changed, changes, cluster_id}}``) and ``diff`` (a list, the Cluster of each
+    cluster changed). When a cluster failed, raises one FleetError naming each (``<hub>: join failed on N of M clusters:
+    name: why; ...``) with ``changed``, ``clusters`` (a failed one's ``changes`` say what its join wrote),
+    ``clusters_failed``, ``cluster_errors`` (``{name: what a join of that cluster alone would say}``) and, when a wait
+    ran out, ``last_seen`` (``{name: what was last seen}``), so that a task retried while it waits runs again.
+    """
+    names = [item["name"] for item in items]
+    twice = sorted(set(name for name in names if names.count(name) > 1))
+    if twice:
+        raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
+    by_name = dict((item["name"], item) for item in items)
+
+    def join_one(name):  # (result, None) or (None, FleetError): fan_out keeps only an error's message
+        item = by_name[name]
+        options = dict(params, cluster_name=name, wait=False)
+        options.update((key, value) for key, value in item.items() if key not in ("name", "member"))
+        try:
+            return join(hub, connect(item), options, check_mode, hide, warn), None
+        except FleetError as exc:
+            return None, exc
+    done, _none = parallel.fan_out(join_one, names)  # join_one raises no FleetError
+    results = dict((name, result) for name, (result, _exc) in done.items() if result is not None)
+    errors = dict((name, exc) for name, (_result, exc) in done.items() if exc is not None)
+    if params.get("wait") and not check_mode and results:
+        errors.update(_wait_until_all_ready(hub, results, params))
+    clusters = {}
+    for name in names:
+        result = results.get(name) or errors[name].details  # a failed join: what it wrote before the failure
+        clusters[name] = {"changed": bool(result.get("changed")), "changes": result.get("changes") or [],
+                          "cluster_id": result.get("cluster_id")}
+    changed = any(one["changed"] for one in clusters.values())
+    if errors:
+        failed = sorted(errors)
+        last_seen = dict((name, errors[name].details["last_seen"]) for name in failed if isinstance(errors[name], WaitTimeout))
+        raise FleetError("%s: join failed on %d of %d clusters: %s" % (
+            hub.label, len(failed), len(names), "; ".join("%s: %s" % (name, errors[name].msg) for name in failed)),
+            changed=changed and not check_mode, clusters=clusters, clusters_failed=failed,
+            cluster_errors=dict((name, errors[name].msg) for name in failed), **({"last_seen": last_seen} if last_seen else {}))
+    return dict(changed=changed, clusters=clusters,
+                diff=[results[name]["diff"] for name in names if name in results and results[name]["changed"]])
+
+
+def _wait_until_all_ready(hub, results, params):
+    """``{name: WaitTimeout}`` of the clusters of ``results`` (``{name: its join's result}``) whose Cluster has not the
+    ``wait_condition`` within ``wait_timeout``; the hub's Clusters listed once per look."""
+    wait = _ready_wait(params)
+    pending = {}
+
+    def all_met():
+        listed = dict((obj["metadata"]["name"], obj) for obj in resources.list_objects(hub, CLUSTER))
+        pending.clear()
+        for name in results:
+            met, detail = resources.condition_met(listed.get(name), wait.condition)
+            if not met:
+                pending[name] = detail
+        return not pending, "; ".join("%s: %s" % item for item in sorted(pending.items()))
+    try:
+        resources.wait_until(all_met, wait.timeout, "the Clusters on %s" % hub.label, interval=wait.interval)
+    except WaitTimeout:
+        pass
+    errors = {}
+    for name, detail in pending.items():
+        result = results[name]
+        exc = _not_ready(WaitTimeout("timed out after %ss waiting for %s on %s to have %s; last seen: %s" % (
+            wait.timeout, CLUSTER.ref(name), hub.label, resources.describe_condition(wait.condition), detail),
+            last_seen=detail), result["cluster"])
+        written = [change for change in result["changes"] if not change.endswith(": unchanged")]
+        errors[name] = resources.failed_after(exc, written, "written", changes=result["changes"])
+    return errors
 
 
 def _diff(name, before, after):

@@ -482,3 +482,98 @@ def test_a_namespace_still_being_deleted_is_waited_out(hub, member, fast_waits):
     result = join.join(hub, member, params())
     assert result["changes"][0] == "member Namespace/karmada-cluster: created"
     assert "deletionTimestamp" not in stored(member, NAMESPACE, NS)["metadata"]
+
+
+class ReportingHub(Server):
+    """A hub whose Karmada controller reports Ready the Clusters named in ``ready`` (on a list of every Cluster)."""
+
+    ready = ()
+
+    def request(self, method, path, body=None, query=None, content_type="application/json", timeout=None):
+        answer = super(ReportingHub, self).request(method, path, body, query, content_type, timeout)
+        if method == "GET" and path == CLUSTER.path():
+            for item in answer["items"]:
+                if item["metadata"]["name"] in self.ready:
+                    item["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady"}]}
+        return answer
+
+
+def by_name(members):
+    """The ``connect`` of join_each for ``members`` ({name: connection})."""
+    return lambda item: members[item["name"]]
+
+
+class TestJoinEach:
+    @pytest.fixture
+    def members(self, make_member):
+        """Two members, each its own cluster (kube-system UID)."""
+        found = {}
+        for name in ("east", "west"):
+            found[name] = make_member()
+            found[name].objects[NAMESPACE.path(None, "kube-system")]["metadata"]["uid"] = "id-" + name
+        return found
+
+    @staticmethod
+    def items(members, **settings):
+        """per_cluster for ``members``, with ``settings`` by name."""
+        return [dict({"name": name, "member": name}, **settings.get(name, {})) for name in members]
+
+    def test_joins_each_member_with_its_own_settings_and_waits_with_one_list_per_look(self, fake_cluster, members, fast_waits):
+        hub = ReportingHub(fake_cluster)
+        hub.ready = ("east", "west")
+        result = join.join_each(hub, self.items(members, east={"region": "r1"}), params(wait=True), by_name(members))
+        assert result["changed"] and sorted(result["clusters"]) == ["east", "west"]
+        assert result["clusters"]["west"]["cluster_id"] == "id-west"
+        assert "hub Cluster/east: created" in result["clusters"]["east"]["changes"]
+        assert [d["after_header"] for d in result["diff"]] == ["hub Cluster/east", "hub Cluster/west"]
+        assert stored(hub, CLUSTER, "east")["spec"]["region"] == "r1" and "region" not in stored(hub, CLUSTER, "west")["spec"]
+        for name in members:
+            assert stored(hub, SECRET, name, NS)["data"]["token"] == stored(members[name], SECRET, "karmada-" + name, NS)["data"]["token"]
+        # joins list the hub's Clusters (identity), and the one wait lists them once: both ready at the first look
+        lists = [c for c in hub.calls if c[:2] == ("GET", CLUSTER.path())]
+        assert len(lists) == 2 * 2 + 1, lists
+
+    def test_a_rerun_writes_nothing(self, hub, members):
+        join.join_each(hub, self.items(members), params(), by_name(members))
+        hub.calls[:] = []
+        result = join.join_each(hub, self.items(members), params(), by_name(members))
+        assert not result["changed"] and result["diff"] == [] and hub.writes() == []
+        assert all(c.endswith(": unchanged") for one in result["clusters"].values() for c in one["changes"])
+
+    def test_check_mode_writes_nothing_and_says_what_it_would_do(self, hub, members):
+        result = join.join_each(hub, self.items(members), params(wait=True), by_name(members), check_mode=True)
+        assert result["changed"] and "hub Cluster/west: created" in result["clusters"]["west"]["changes"]
+        assert hub.writes() == [] and all(m.writes() == [] for m in members.values())
+
+    def test_a_member_that_cannot_be_reached_fails_alone(self, hub, members):
+        def connect(item):
+            if item["name"] == "west":
+                raise FleetError("cluster 'west': kubeconfig file /x does not exist")
+            return members[item["name"]]
+        with pytest.raises(FleetError) as failed:
+            join.join_each(hub, self.items(members), params(), connect)
+        details = failed.value.details
+        assert failed.value.msg == ("cluster 'hub' (https://fake): join failed on 1 of 2 clusters: "
+                                    "west: cluster 'west': kubeconfig file /x does not exist")
+        assert details["clusters_failed"] == ["west"] and details["changed"] is True and "last_seen" not in details
+        assert details["cluster_errors"] == {"west": "cluster 'west': kubeconfig file /x does not exist"}
+        assert details["clusters"]["west"] == {"changed": False, "changes": [], "cluster_id": None}
+        assert stored(hub, CLUSTER, "east") is not None and stored(hub, CLUSTER, "west") is None
+
+    def test_a_member_the_hub_never_reports_ready_fails_alone_saying_what_was_written(self, fake_cluster, members, fast_waits):
+        hub = ReportingHub(fake_cluster)
+        hub.ready = ("east",)
+        with pytest.raises(FleetError) as failed:
+            join.join_each(hub, self.items(members), params(wait=True, wait_timeout=3), by_name(members))
+        details = failed.value.details
+        assert details["clusters_failed"] == ["west"] and details["last_seen"] == {"west": "no Ready condition yet"}
+        message = details["cluster_errors"]["west"]
+        assert message.startswith("timed out after 3s waiting for Cluster/west on cluster 'hub' (https://fake) to have "
+                                  "Ready=True; last seen: no Ready condition yet. Karmada's controller sets"), message
+        assert "written before the failure: member Namespace/karmada-cluster: created" in message
+        assert details["clusters"]["west"]["changed"] and details["clusters"]["east"]["changed"]
+
+    def test_a_name_given_twice_is_refused_before_any_request(self, hub, members):
+        with pytest.raises(FleetError, match="per_cluster names cluster.s. east more than once"):
+            join.join_each(hub, self.items(members) + self.items({"east": None}), params(), by_name(members))
+        assert hub.calls == []
