@@ -111,14 +111,16 @@ class FleetModuleBase(object):
             self.no_log_values.add(self.connection["api_key"])
 
     def _hide_credentials(self, params):
-        """Mask the credentials of kubeconfigs given as dicts, here and in nested cluster options.
+        """Mask the credentials of kubeconfigs given as dicts, here and in nested options: cluster options, and those
+        of the items of a list (``per_cluster``, cluster_info's ``members``).
 
         A kubeconfig path stays readable in messages; a kubeconfig dict's ``users`` entries (tokens,
         keys, passwords, exec settings) become no_log values, masked in every result and error.
         """
         for value in params.values():
-            if isinstance(value, dict) and "kubeconfig" in value:
-                self._hide_credentials(value)
+            for nested in value if isinstance(value, list) else [value]:
+                if isinstance(nested, dict):
+                    self._hide_credentials(nested)
         kubeconfig = params.get("kubeconfig")
         if isinstance(kubeconfig, dict):
             for user in kubeconfig.get("users") or []:

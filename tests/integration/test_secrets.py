@@ -1,9 +1,10 @@
-"""No secret in what Ansible prints or returns, with -vvv, for every module and for site.yml and detach.yml.
+"""No secret in what Ansible prints or returns, with -vvv and every task's arguments in its result (ansible-core's
+``INJECT_INVOCATION``, 2.21), for every module and for site.yml and detach.yml.
 
 The secrets are read from the lab once the runs made them: bootstrap token secrets, the ServiceAccount
 tokens cluster_join stores on the hub, the private key of the agent certificate cluster_register stores
 on the member, and the client keys of the lab's own kubeconfigs (every run authenticates with them, one
-task passes a kubeconfig inline). Only a value a module is documented to return may appear, and only in
+tasks pass a kubeconfig inline, two of them inside a list of connections). Only a value a module is documented to return may appear, and only in
 that module's result: the join token of bootstrap_token (``token``, ``cli_command``).
 """
 
@@ -17,7 +18,7 @@ from lab import wait_for
 from runner import ROOT, run_playbook
 
 
-VERBOSE = {"ANSIBLE_VERBOSITY": "3"}
+VERBOSE = {"ANSIBLE_VERBOSITY": "3", "ANSIBLE_INJECT_INVOCATION": "1"}
 OCM_NAMESPACE = "/api/v1/namespaces/open-cluster-management"  # hub_registration (ocm) makes it and keeps it
 SECRET_VALUE = "s3cr3t-in-a-manifest-4f7c"
 # The task whose result holds what bootstrap_token is documented to return.
@@ -107,13 +108,17 @@ def module_plays(lab, state):
             {"name": "Issue an OCM ServiceAccount join token", "multicluster.fleet.bootstrap_token": dict(
                 hub, engine="ocm", token_type="service_account", ttl="10m"), "no_log": True},
             {"name": "List the tokens", "multicluster.fleet.bootstrap_token_info": hub},
-            {"name": "Join member1", "multicluster.fleet.cluster_join": dict(hub, cluster_name="member1", member=member1)},
+            {"name": "Join member1, given by an inline kubeconfig in per_cluster", "multicluster.fleet.cluster_join": dict(
+                hub, per_cluster=[{"name": "member1", "member": {"kubeconfig": inline, "context": "member1"}}])},
             {"name": "Register member2", "multicluster.fleet.cluster_register": dict(
                 member2, engine="karmada", cluster_name="member2", hub_apiserver="{{ join.hub_apiserver }}",
                 token="{{ join.token }}", ca_cert_hashes="{{ join.ca_cert_hashes }}", hub=hub, karmada={"csr_wait_timeout": 60})},
             {"name": "Accept member2", "multicluster.fleet.csr_accept": dict(hub, engine="karmada", clusters=["member2"])},
             {"name": "Wait for the members", "multicluster.fleet.cluster_info": dict(
                 hub, engine="karmada", wait=True, wait_sleep=1, wait_timeout=60)},
+            {"name": "Read the members' agents, member1 given by an inline kubeconfig", "multicluster.fleet.cluster_info": dict(
+                hub, engine="karmada", members=[dict(member2, name="member2"), {"name": "member1", "kubeconfig": inline,
+                                                                                "context": "member1"}])},
             {"name": "A Secret and its namespace, with an inline kubeconfig", "multicluster.fleet.k8s_objects": dict(
                 kubeconfig=inline, context="member1", objects=[secret])},
             {"name": "Karmada's execution space of member1", "multicluster.fleet.k8s_objects": dict(hub, objects=[execution_space])},

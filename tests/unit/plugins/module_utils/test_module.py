@@ -14,7 +14,7 @@ from ansible_collections.multicluster.fleet.plugins.doc_fragments.wait import Mo
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.errors import FleetError
 from ansible_collections.multicluster.fleet.plugins.module_utils.module import (
-    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, fleet_argument_spec)
+    WAIT_ARG_SPEC, WAIT_CONDITION_ARG_SPEC, cluster_argument_spec, fleet_argument_spec)
 from ansible_collections.multicluster.fleet.plugins.modules import cluster_register
 from ansible_collections.multicluster.fleet.plugins.plugin_utils.module_in_worker import run_module
 
@@ -186,3 +186,26 @@ def test_a_modules_spec_is_a_copy_so_the_shared_parts_stay_as_they_are():
     spec["wait_condition"]["options"]["status"]["choices"].append("Maybe")
     assert WAIT_ARG_SPEC["wait_sleep"]["default"] == 5
     assert WAIT_CONDITION_ARG_SPEC["wait_condition"]["options"]["status"]["choices"] == ["True", "False", "Unknown"]
+
+
+class Echo:
+    """A module with a list of connections (as ``per_cluster``) that returns what it was given."""
+
+    @staticmethod
+    def module_spec():
+        return dict(argument_spec=dict(per_cluster=dict(type="list", elements="dict", options=dict(
+            name=dict(type="str"), member=cluster_argument_spec()))))
+
+    @staticmethod
+    def run(module):
+        return dict(changed=False, given=module.params["per_cluster"])
+
+
+def test_an_inline_kubeconfig_in_a_list_of_connections_is_masked():
+    kubeconfig = {"clusters": [{"name": "c", "cluster": {"server": "https://m1:6443"}}],
+                  "users": [{"name": "u", "user": {"token": "tok-of-member-one"}}]}
+    internal = {"_ansible_check_mode": False, "_ansible_diff": False, "_ansible_module_name": "multicluster.fleet.probe",
+                "_ansible_inject_invocation": False}
+    done = run_module(Echo, {"per_cluster": [{"name": "m1", "member": {"kubeconfig": kubeconfig}}]}, internal)
+    assert "tok-of-member-one" not in repr(done)
+    assert done["given"][0]["member"]["kubeconfig"]["clusters"][0]["cluster"]["server"] == "https://m1:6443"
