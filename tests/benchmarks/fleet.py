@@ -2,7 +2,7 @@
 
 For each engine and size N, writes an inventory of the lab hub and its first N members (members
 alternate push and pull as in the lab's inventory; OCM members all register by pull), starts the lab
-simulations of those clusters, runs site.yml with ``--forks N+1`` and records:
+simulations of those clusters, runs site.yml with ``--forks N+1`` (or ``--forks`` as given) and records:
 
 - the wall time, and its ratio to the 1-member run;
 - the controller CPU seconds (user + system of ansible-playbook and every process it waited for: its
@@ -206,8 +206,9 @@ def keep(directory, name, output):
         handle.write(output)
 
 
-def measure(lab, engine, size, tmp):
-    """Run site.yml, then detach.yml; return the figures of the site.yml run and its task log.
+def measure(lab, engine, size, tmp, forks=None):
+    """Run site.yml with ``forks`` forks (default: one per host), then detach.yml; return the figures of the site.yml run
+    and its task log.
 
     ``tmp`` receives the inventory, the task logs (``tasks-<engine>-<size>.jsonl``, ``detach-...``) and the
     output of both playbooks (``site-<engine>-<size>.log``, ``detach-...``)."""
@@ -221,7 +222,7 @@ def measure(lab, engine, size, tmp):
     before = resource.getrusage(resource.RUSAGE_SELF)
     offsets = audit_offsets(lab, [lab.hub] + members)
     try:
-        seconds, cpu, returncode, output = run_playbook("site.yml", path, size + 1, task_log)
+        seconds, cpu, returncode, output = run_playbook("site.yml", path, forks or size + 1, task_log)
         after = resource.getrusage(resource.RUSAGE_SELF)
         requests = requests_since(lab, offsets)
         keep(tmp, "site-%s-%d.log" % (engine, size), output)
@@ -286,6 +287,8 @@ def main():
     parser.add_argument("--tasks", action="store_true", help="print the task list of a push and a pull member of the largest run")
     parser.add_argument("--requests", action="store_true",
                         help="print the API requests per member of the largest run, by verb and resource")
+    parser.add_argument("--forks", type=int, help="forks of each site.yml run (default: members + 1, a fork per host; "
+                        "ansible-playbook's own default is 5)")
     parser.add_argument("--keep", metavar="DIR", help="keep the inventories, task logs and playbook outputs in DIR")
     benchlab.add_lab_argument(parser)
     args = parser.parse_args()
@@ -296,8 +299,8 @@ def main():
     with benchlab.lab(args.lab_dir, clusters, audit=True) as lab, tempfile.TemporaryDirectory() as scratch:
         tmp = args.keep or scratch
         os.makedirs(tmp, exist_ok=True)
-        print("site.yml per fleet size, forks = members + 1 (hub %s, %d CPUs, load %s)"
-              % (lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
+        print("site.yml per fleet size, forks = %s (hub %s, %d CPUs, load %s)"
+              % (args.forks or "members + 1", lab.clusters[lab.hub]["server"], os.cpu_count(), benchlab.load()))
         print(LEGEND)
         for engine in engines:
             print("\n  %-7s %7s %7s %7s %7s %9s %9s %7s %11s %11s %11s %9s %9s %11s %11s %8s" % (
@@ -305,7 +308,7 @@ def main():
                 "wrk CPU/mbr", "modules/mbr", "tasks/mbr", "skip/mbr", "hub req/mbr", "mbr req/mbr", "sims CPU"))
             first = None
             for size in sizes:
-                figures = measure(lab, engine, size, tmp)
+                figures = measure(lab, engine, size, tmp, args.forks)
                 first = first or (size, figures["seconds"], figures["cpu"])
                 ratio, added = scaling(first, size, figures["seconds"], figures["cpu"])
                 requests = [column(figures[key], 11, 1) for key in ("hub_requests", "member_requests")]
