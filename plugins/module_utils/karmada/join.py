@@ -59,13 +59,18 @@ PLANNED = base64.b64encode(b"(minted by the member's token controller)").decode(
 def validate(params):
     """Check the options before any request; raise :class:`FleetError` on the first problem."""
     karmada.validate_cluster_name(params["cluster_name"])
-    karmada.validate_cluster_namespace(params["cluster_namespace"])
+    validate_shared(params)
     if params.get("zones"):
         karmada.validate_zones(params["zones"])
     if params.get("api_endpoint"):
         karmada.validate_api_endpoint(params["api_endpoint"])
     if params.get("proxy_url"):
         karmada.validate_proxy_url(params["proxy_url"])
+
+
+def validate_shared(params):
+    """Check the options every join of a task shares (the credentials' namespace, the waits); FleetError if wrong."""
+    karmada.validate_cluster_namespace(params["cluster_namespace"])
     resources.check_duration("wait_timeout", params.get("wait_timeout"), least=1)
     resources.check_duration("wait_sleep", params.get("wait_sleep"), least=1)
 
@@ -269,6 +274,7 @@ def join_each(hub, items, params, connect, check_mode=False, hide=lambda value: 
     ``clusters_failed``, ``cluster_errors`` (``{name: what a join of that cluster alone would say}``) and, when a wait
     ran out, ``last_seen`` (``{name: what was last seen}``), so that a task retried while it waits runs again.
     """
+    validate_shared(params)  # once for the task, not once per cluster
     names = [item["name"] for item in items]
     twice = sorted(set(name for name in names if names.count(name) > 1))
     if twice:

@@ -573,6 +573,12 @@ class TestJoinEach:
         assert "written before the failure: member Namespace/karmada-cluster: created" in message
         assert details["clusters"]["west"]["changed"] and details["clusters"]["east"]["changed"]
 
+    def test_a_wait_below_a_second_is_refused_once_before_any_request(self, hub, members):
+        with pytest.raises(FleetError) as refused:
+            join.join_each(hub, self.items(members), params(wait_timeout=0), by_name(members))
+        assert refused.value.msg == "wait_timeout must be at least 1 second, got 0"
+        assert hub.calls == [] and all(m.calls == [] for m in members.values())
+
     def test_a_name_given_twice_is_refused_before_any_request(self, hub, members):
         with pytest.raises(FleetError, match="per_cluster names cluster.s. east more than once"):
             join.join_each(hub, self.items(members) + self.items({"east": None}), params(), by_name(members))
