@@ -75,10 +75,13 @@ def validate_shared(params):
     resources.check_duration("wait_sleep", params.get("wait_sleep"), least=1)
 
 
-def registered_cluster(hub, name, cluster_id, member):
+def registered_cluster(hub, name, cluster_id, member, clusters=None):
     """The hub's Cluster ``name`` (or None) after refusing every conflict with ``cluster_id`` (the identity rule,
-    :func:`cluster_identity.registered_member`) and a Pull cluster of that name."""
-    existing = cluster_identity.registered_member("karmada", resources.list_objects(hub, CLUSTER), name, cluster_id, member.server)
+    :func:`cluster_identity.registered_member`) and a Pull cluster of that name; among ``clusters``, the hub's Clusters
+    as a caller listed them, else as listed now."""
+    if clusters is None:
+        clusters = resources.list_objects(hub, CLUSTER)
+    existing = cluster_identity.registered_member("karmada", clusters, name, cluster_id, member.server)
     mode = ((existing or {}).get("spec") or {}).get("syncMode")
     if existing is not None and mode != "Push":
         raise FleetError("Cluster '%s' is registered in %s mode; remove it with multicluster.fleet.cluster_register "
@@ -191,18 +194,20 @@ def _credentials(member, member_outcomes, params, check_mode, hide):
             {karmada.TOKEN_KEY: impersonator_token.get(karmada.TOKEN_KEY) or PLANNED})
 
 
-def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=lambda message: None):
+def join(hub, member, params, check_mode=False, hide=lambda value: None, warn=lambda message: None, clusters=None):
     """Create or reconcile everything a Push member needs; return the module result.
 
     ``params`` holds the module options; ``hide(value)`` is called with every token read from the
     member so the caller can keep it out of any output. A failure after a write reports ``changed``
     and names what this run wrote (:func:`resources.failed_after`). A run that creates the Cluster holds
-    the member's :class:`RegistrationLock` until it has, and compares with the hub again under it.
+    the member's :class:`RegistrationLock` until it has, and compares with the hub again under it: with a fresh list
+    of the hub's Clusters, whatever ``clusters`` (the hub's Clusters as the caller listed them, for the first
+    comparison) said.
     """
     validate(params)
     name, namespace = params["cluster_name"], params["cluster_namespace"]
     cluster_id = cluster_identity.cluster_id(member)
-    existing = registered_cluster(hub, name, cluster_id, member)
+    existing = registered_cluster(hub, name, cluster_id, member, clusters)
     lock = None
     if existing is None and not check_mode:
         lock = RegistrationLock(member, name, interval=params.get("wait_sleep") or 1)
@@ -264,8 +269,10 @@ def _wait_until_ready(hub, name, params, cluster):
 def join_each(hub, items, params, connect, check_mode=False, hide=lambda value: None, warn=lambda message: None):
     """Join every cluster of ``items`` (cluster_join's ``per_cluster``: each a ``name``, its ``member`` connection and
     the Cluster's settings of a single join) on the one ``hub`` connection, four at a time (:func:`parallel.fan_out`);
-    ``connect(item)`` gives the member's connection. With ``wait``, one wait follows for all the clusters joined: the
-    hub's Clusters are listed every ``wait_sleep`` seconds until each has the condition, or ``wait_timeout`` passed.
+    ``connect(item)`` gives the member's connection. The hub's Clusters are listed once for every join's identity check
+    (a join that creates its Cluster lists them again under its member's Lease). With ``wait``, one wait follows for all
+    the clusters joined: the hub's Clusters are listed every ``wait_sleep`` seconds until each has the condition, or
+    ``wait_timeout`` passed.
 
     A cluster whose join fails, or whose wait runs out, fails alone; the others are joined. Returns the module result:
     ``changed``, ``clusters`` (``{name: {changed, changes, cluster_id}}``) and ``diff`` (a list, the Cluster of each
@@ -280,13 +287,14 @@ def join_each(hub, items, params, connect, check_mode=False, hide=lambda value: 
     if twice:
         raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
     by_name = dict((item["name"], item) for item in items)
+    listed = resources.list_objects(hub, CLUSTER)
 
     def join_one(name):  # (result, None) or (None, FleetError): fan_out keeps only an error's message
         item = by_name[name]
         options = dict(params, cluster_name=name, wait=False)
         options.update((key, value) for key, value in item.items() if key not in ("name", "member"))
         try:
-            return join(hub, connect(item), options, check_mode, hide, warn), None
+            return join(hub, connect(item), options, check_mode, hide, warn, clusters=listed), None
         except FleetError as exc:
             return None, exc
     done, _none = parallel.fan_out(join_one, names)  # join_one raises no FleetError
