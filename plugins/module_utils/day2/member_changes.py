@@ -53,11 +53,7 @@ class MemberChanges:
     def per_cluster(cls, hub, engine, items, check, check_mode=False):
         """``(changes, values)`` of a module's ``per_cluster`` ``items`` (dicts with the cluster's ``name``, each named
         once): ``values`` ``{cluster: check(item)}``; a cluster whose ``check`` raises a FleetError is rejected alone."""
-        names = [item["name"] for item in items]
-        twice = sorted(set(name for name in names if names.count(name) > 1))
-        if twice:
-            raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
-        changes, values = cls(hub, engine, names, check_mode), {}
+        changes, values = cls(hub, engine, cluster_names.per_cluster_names(items), check_mode), {}
         for item in items:
             try:
                 values[item["name"]] = check(item)

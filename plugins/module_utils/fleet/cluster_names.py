@@ -16,6 +16,16 @@ def validate_cluster_name(engine, name):
     engines.get(engine).validate_cluster_name(name)
 
 
+def per_cluster_names(items):
+    """The cluster names of a module's ``per_cluster`` items (dicts with the cluster's ``name``), in their order;
+    FleetError naming every name given more than once."""
+    names = [item["name"] for item in items]
+    twice = sorted(set(name for name in names if names.count(name) > 1))
+    if twice:
+        raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
+    return names
+
+
 def cluster_names(engine, names):
     """The ``clusters`` option of a module acting on many member clusters: the names without repeats, each checked to be
     a valid member cluster name, at least one."""

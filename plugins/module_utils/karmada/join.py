@@ -37,7 +37,7 @@ __metaclass__ = type
 import base64
 
 from ansible_collections.multicluster.fleet.plugins.module_utils import karmada
-from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity, parallel
+from ansible_collections.multicluster.fleet.plugins.module_utils.fleet import cluster_identity, cluster_names, parallel
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube import resources
 from ansible_collections.multicluster.fleet.plugins.module_utils.registration import hub_record
 from ansible_collections.multicluster.fleet.plugins.module_utils.kube.client import ClusterError, Conflict, NotFound
@@ -282,10 +282,7 @@ def join_each(hub, items, params, connect, check_mode=False, hide=lambda value: 
     ran out, ``last_seen`` (``{name: what was last seen}``), so that a task retried while it waits runs again.
     """
     validate_shared(params)  # once for the task, not once per cluster
-    names = [item["name"] for item in items]
-    twice = sorted(set(name for name in names if names.count(name) > 1))
-    if twice:
-        raise FleetError("per_cluster names cluster(s) %s more than once" % ", ".join(twice))
+    names = cluster_names.per_cluster_names(items)
     by_name = dict((item["name"], item) for item in items)
     listed = resources.list_objects(hub, CLUSTER)
 
@@ -340,9 +337,8 @@ def _wait_until_all_ready(hub, results, params):
     errors = {}
     for name, detail in pending.items():
         result = results[name]
-        exc = _not_ready(WaitTimeout("timed out after %ss waiting for %s on %s to have %s; last seen: %s" % (
-            wait.timeout, CLUSTER.ref(name), hub.label, resources.describe_condition(wait.condition), detail),
-            last_seen=detail), result["cluster"])
+        exc = _not_ready(resources.timed_out(wait.timeout, resources.awaited_condition(hub, CLUSTER, name, wait.condition),
+                                             detail), result["cluster"])
         written = [change for change in result["changes"] if not change.endswith(": unchanged")]
         errors[name] = resources.failed_after(exc, written, "written", changes=result["changes"])
     return errors

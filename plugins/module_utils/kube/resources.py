@@ -343,6 +343,12 @@ def condition_met(obj, wanted):
     return False, "%s=%s (%s: %s)" % (wanted["type"], item.get("status"), item.get("reason"), item.get("message"))
 
 
+def awaited_condition(cluster, kind, name, wanted, namespace=None):
+    """What a wait for the ``wanted`` condition of an object awaits, as its timeout says it:
+    ``<Kind/name> on <cluster> to have <condition>``."""
+    return "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted))
+
+
 def wait_for_condition(cluster, kind, name, namespace=None, wait=None):
     """Wait until the object has the ``wait.condition`` (:func:`wanted_condition`; default ``Ready=True``) within
     ``wait.timeout`` seconds (default 120); return the object."""
@@ -353,8 +359,7 @@ def wait_for_condition(cluster, kind, name, namespace=None, wait=None):
     def met():
         obj = seen["obj"] = get(cluster, kind, name, namespace)
         return condition_met(obj, wanted)
-    what = "%s on %s to have %s" % (kind.ref(name, namespace), cluster.label, describe_condition(wanted))
-    wait_until(met, wait.timeout, what, interval=wait.interval)
+    wait_until(met, wait.timeout, awaited_condition(cluster, kind, name, wanted, namespace), interval=wait.interval)
     return seen["obj"]
 
 
@@ -421,7 +426,7 @@ def wait_until(check, timeout, what, interval=1.0, clock=time.monotonic, sleep=t
         if done:
             return
         if clock() >= deadline:
-            raise _timed_out(timeout, what, detail)
+            raise timed_out(timeout, what, detail)
         sleep(min(interval, max(0.0, deadline - clock())))
 
 
@@ -452,7 +457,7 @@ def watch_until(cluster, kind, name, check, wait, what, namespace=None, timer=RE
             return obj
         remaining = deadline - timer.clock()
         if remaining <= 0:
-            raise _timed_out(wait.timeout, what, detail)
+            raise timed_out(wait.timeout, what, detail)
         if watchable:
             try:
                 for event, item in cluster.watch(path, version, query, timeout_seconds=int(math.ceil(remaining))):
@@ -484,5 +489,6 @@ def _read_named(cluster, kind, name, namespace, query):
     return get(cluster, kind, name, namespace), None
 
 
-def _timed_out(timeout, what, detail):
+def timed_out(timeout, what, detail):
+    """The WaitTimeout of a wait for ``what`` that ran out after ``timeout`` seconds, ``detail`` last seen."""
     return WaitTimeout("timed out after %ss waiting for %s; last seen: %s" % (timeout, what, detail), last_seen=detail)
